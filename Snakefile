@@ -1,0 +1,38 @@
+# AURA-Eval workflow: a thin layer over the `aura` package. Rules hold no logic: each calls
+# `python -m aura <stage>` with its inputs and outputs, logs under logs/<rule>/.
+# Default config: config/config.yaml (embedded local model, offline). Another config:
+#   snakemake --cores 8 all --configfile config/paper.yaml
+import re
+import sys
+from pathlib import Path
+
+from snakemake.utils import min_version, validate
+
+min_version("8.20")
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+
+if not workflow.overwrite_configfiles:
+    configfile: "config/config.yaml"
+# The package reads the same file Snakemake read (command-line --config overrides are not supported).
+CONFIGFILE = workflow.overwrite_configfiles[-1] if workflow.overwrite_configfiles else "config/config.yaml"
+validate(config, "config/schema.yaml")
+
+from aura.pipeline.layout import layout
+from aura.pipeline import rules_support as S
+
+L = layout(config)
+LOGS = config["paths"]["logs"]
+AURA = f"{sys.executable} -m aura"
+S.register_endpoint_resources(workflow, config)
+
+include: "rules/construct.smk"
+include: "rules/evaluate.smk"
+include: "rules/report.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        L["dataset"],
+        L["model_rates"],
+        S.report_targets(config),

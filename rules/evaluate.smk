@@ -1,0 +1,49 @@
+# Evaluation (paper §5, Appendix D): rollouts per (model, shard) -> judges per (judge, model,
+# shard) -> panel vote per model -> statistics.
+EVALUATED = config["roles"]["evaluated"]
+JUDGES = config["roles"]["judges"]
+N_SHARDS = config["evaluate"]["shards"]
+
+wildcard_constraints:
+    model="|".join(map(re.escape, config["models"])),
+    judge="|".join(map(re.escape, config["models"])),
+    shard=r"\d+",
+
+
+rule rollout:
+    input: dataset=L["dataset"], prompt="prompts/evaluate/rollout_react.v1.md"
+    output: rollouts=L["rollouts"]
+    params: cfg=lambda wc: S.model_hash(config, wc.model)
+    resources: **S.endpoint_resources(config, lambda wc: wc.model)
+    log: main=f"{LOGS}/rollout/{{model}}/shard{{shard}}.log", calls=f"{LOGS}/rollout/{{model}}/shard{{shard}}.calls.jsonl"
+    shell: "{AURA} rollout --configfile {CONFIGFILE} --model {wildcards.model} --shard {wildcards.shard}/{N_SHARDS} --in dataset={input.dataset} --out rollouts={output.rollouts} --calls-log {log.calls} 2> {log.main}"
+
+
+rule judge:
+    input:
+        dataset=L["dataset"],
+        rollouts=L["rollouts"],
+        prompts=expand("prompts/evaluate/judge_{axis}.v1.md", axis=["detection", "action_type", "safety"]),
+    output: judgments=L["judgments"]
+    params: cfg=lambda wc: S.model_hash(config, wc.judge)
+    resources: **S.endpoint_resources(config, lambda wc: wc.judge)
+    log: main=f"{LOGS}/judge/{{model}}/{{judge}}/shard{{shard}}.log", calls=f"{LOGS}/judge/{{model}}/{{judge}}/shard{{shard}}.calls.jsonl"
+    shell: "{AURA} judge --configfile {CONFIGFILE} --model {wildcards.model} --judge {wildcards.judge} --shard {wildcards.shard}/{N_SHARDS} --in dataset={input.dataset} --in rollouts={input.rollouts} --out judgments={output.judgments} --calls-log {log.calls} 2> {log.main}"
+
+
+rule panel:
+    input:
+        rollouts=lambda wc: expand(L["rollouts"], model=wc.model, shard=S.shards(config)),
+        judgments=lambda wc: expand(L["judgments"], model=wc.model, judge=JUDGES, shard=S.shards(config)),
+    output: panel=L["panel"]
+    params: ins=lambda wc, input: S.in_args(input), judges=S.section_hash(JUDGES)
+    log: f"{LOGS}/panel/{{model}}.log"
+    shell: "{AURA} panel --configfile {CONFIGFILE} --model {wildcards.model} {params.ins} --out panel={output.panel} 2> {log}"
+
+
+rule model_rates:
+    input: dataset=L["dataset"], panel=expand(L["panel"], model=EVALUATED)
+    output: model_rates=L["model_rates"]
+    params: ins=lambda wc, input: S.in_args(input)
+    log: f"{LOGS}/model_rates/model_rates.log"
+    shell: "{AURA} model-rates --configfile {CONFIGFILE} {params.ins} --out model_rates={output.model_rates} 2> {log}"

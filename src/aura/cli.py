@@ -1,0 +1,62 @@
+"""`python -m aura <stage> --configfile F --in name=path ... --out name=path ...`
+
+Every Snakemake rule calls one of these commands; rules hold no logic.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .config import ConfigError, load_config
+from .pipeline.context import StageContext
+from .pipeline.registry import STAGES
+
+
+def _pairs(values: list[str] | None, flag: str) -> dict[str, Path]:
+    out = {}
+    for v in values or []:
+        name, sep, path = v.partition("=")
+        if not sep or not name or not path:
+            raise SystemExit(f"{flag} expects name=path, got {v!r}")
+        out[name] = Path(path)
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m aura", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="stage", required=True)
+    for name, stage in STAGES.items():
+        sp = sub.add_parser(name, help=stage.help)
+        sp.add_argument("--configfile", required=True)
+        sp.add_argument("--in", dest="inputs", action="append", metavar="NAME=PATH")
+        sp.add_argument("--out", dest="outputs", action="append", metavar="NAME=PATH")
+        sp.add_argument("--model", help="the model this job is about (evaluated model or judge)")
+        sp.add_argument("--judge", help="the judge model of a judge job")
+        sp.add_argument("--shard", default="0/1", help="i/n: this job's shard of the items")
+        sp.add_argument("--calls-log", help="JSONL of per-call records (tokens, latency, cost, cache hit)")
+    est = sub.add_parser("estimate", help="calls, tokens and cost the run would spend (cache hits excluded); spends nothing")
+    est.add_argument("--configfile", required=True)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        config = load_config(args.configfile)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.stage == "estimate":
+        from .estimate import estimate, format_estimate
+
+        print(format_estimate(estimate(config)))
+        return 0
+    shard, _, n = args.shard.partition("/")
+    ctx = StageContext(stage=args.stage, config=config, inputs=_pairs(args.inputs, "--in"),
+                       outputs=_pairs(args.outputs, "--out"), model=args.model, judge=args.judge, shard=int(shard),
+                       n_shards=int(n or 1), calls_log=Path(args.calls_log) if args.calls_log else None)
+    STAGES[args.stage].run(ctx)
+    ctx.finish()
+    return 0

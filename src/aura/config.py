@@ -1,0 +1,173 @@
+"""Load and validate the workflow config (config/schema.yaml) into typed objects."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, Literal
+
+import jsonschema
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+from .io import canonical_json, sha256_text
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_SCHEMA = REPO_ROOT / "config" / "schema.yaml"
+
+
+class ConfigError(ValueError):
+    pass
+
+
+class LocalServerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    package: str
+    model_file: str
+    n_ctx: int
+    n_threads: int
+    startup_timeout_s: float
+
+
+class Endpoint(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    kind: Literal["openai", "local"]
+    base_url: str | None = None
+    api_key_env: str | None
+    structured_output: Literal["json_schema", "json_object_schema", "json_object", "none"]
+    max_concurrency: int
+    max_parallel_jobs: int
+    timeout_s: float
+    max_tries: int
+    backoff_base_s: float
+    backoff_max_s: float
+    repair_tries: int
+    local: LocalServerConfig
+
+    @property
+    def cache_identity(self) -> str:
+        """What enters the cache key for this endpoint.
+
+        A local server gets a fresh port every job, so its identity is the model file, not the URL.
+        """
+        if self.kind == "local":
+            return f"local://{self.local.package}/{self.local.model_file}"
+        return self.base_url or ""
+
+
+class Price(BaseModel):
+    input_per_mtok: float = 0.0
+    output_per_mtok: float = 0.0
+
+    def cost(self, tokens_in: int, tokens_out: int) -> float:
+        return (tokens_in * self.input_per_mtok + tokens_out * self.output_per_mtok) / 1e6
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    endpoint: str
+    model_id: str
+    label: str | None = None
+    group: Literal["frontier", "open-weight", "safety-tuned", "local"]
+    vision: bool
+    params: dict[str, Any]
+    price: Price
+
+    @property
+    def display(self) -> str:
+        return self.label or self.name
+
+
+class Config(BaseModel):
+    """The validated config. ``raw`` keeps the defaults-filled dict (what Snakemake sees)."""
+
+    raw: dict[str, Any]
+    endpoints: dict[str, Endpoint]
+    models: dict[str, Model]
+
+    @property
+    def roles(self) -> dict[str, Any]:
+        return self.raw["roles"]
+
+    @property
+    def paths(self) -> dict[str, str]:
+        return self.raw["paths"]
+
+    @property
+    def hash(self) -> str:
+        return config_hash(self.raw)
+
+    def model(self, name: str) -> Model:
+        return self.models[name]
+
+    def endpoint_of(self, model_name: str) -> Endpoint:
+        return self.endpoints[self.models[model_name].endpoint]
+
+    def role_models(self, role: str) -> list[str]:
+        value = self.roles[role]
+        return list(value) if isinstance(value, list) else [value]
+
+
+def config_hash(raw: dict) -> str:
+    return sha256_text(canonical_json(raw))
+
+
+def _extend_with_defaults(validator_class):
+    """jsonschema validator that fills `default` values, as snakemake.utils.validate does."""
+    validate_props = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for prop, sub in properties.items():
+                if isinstance(sub, dict) and "default" in sub and prop not in instance:
+                    instance[prop] = copy.deepcopy(sub["default"])
+        yield from validate_props(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+def validate_config(raw: dict, schema_path: Path = DEFAULT_SCHEMA, source: str = "<config>") -> Config:
+    raw = copy.deepcopy(raw)
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    validator = _extend_with_defaults(jsonschema.Draft202012Validator)(schema)
+    errors = sorted(validator.iter_errors(raw), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = [f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in errors[:10]]
+        raise ConfigError(f"{source}: invalid config:\n  " + "\n  ".join(lines))
+    return _typed(raw, source)
+
+
+def _typed(raw: dict, source: str) -> Config:
+    endpoints = {name: Endpoint(name=name, **ep) for name, ep in raw["endpoints"].items()}
+    for name, ep in endpoints.items():
+        if ep.kind == "openai" and not ep.base_url:
+            raise ConfigError(f"{source}: endpoint '{name}' of kind openai needs base_url")
+    models = {name: Model(name=name, **m) for name, m in raw["models"].items()}
+    for name, m in models.items():
+        if m.endpoint not in endpoints:
+            raise ConfigError(f"{source}: model '{name}' names unknown endpoint '{m.endpoint}'")
+    for role, value in raw["roles"].items():
+        for model_name in value if isinstance(value, list) else [value]:
+            if model_name not in models:
+                raise ConfigError(f"{source}: role '{role}' names unknown model '{model_name}'")
+    return Config(raw=raw, endpoints=endpoints, models=models)
+
+
+def load_config(path: str | Path, overrides: dict | None = None) -> Config:
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc}") from exc
+    if overrides:
+        raw = _deep_merge(raw, overrides)
+    schema = path.parent / "schema.yaml"
+    return validate_config(raw, schema if schema.exists() else DEFAULT_SCHEMA, source=str(path))
+
+
+def _deep_merge(base: dict, over: dict) -> dict:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out

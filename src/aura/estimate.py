@@ -1,0 +1,124 @@
+"""`python -m aura estimate`: calls, tokens and cost a run would spend, per stage and model.
+
+Exact where a stage's inputs exist (the requests are built as the stage builds them and looked
+up in the cache: hits are excluded); projected from counts otherwise. Spends nothing: no server
+is started and no request is sent. Construction stages that are still thin make no calls.
+"""
+from __future__ import annotations
+
+import glob
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import Config
+from .data.rjudge import load_rjudge, select_unintended
+from .evaluate import judge, rollout
+from .io import read_jsonl
+from .llm import Cache, LLMClient, LLMRequest
+from .pipeline.layout import PROMPTS_DIR, layout
+from .pipeline.registry import STAGES
+from .prompts import load_prompt
+
+CHARS_PER_TOKEN = 4
+DEFAULT_COMPLETION = {"rollout": 200, "judge": 120}
+
+
+@dataclass
+class Line:
+    stage: str
+    model: str
+    basis: str  # exact | projected | thin
+    calls: int = 0
+    cached: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+
+
+def _completion_tokens(config: Config, stage: str, model: str) -> int:
+    params = config.models[model].params
+    default = config.raw["estimate"]["completion_tokens"].get(stage, DEFAULT_COMPLETION.get(stage, 150))
+    cap = params.get("max_tokens") or params.get("max_completion_tokens")
+    return min(default, cap) if cap else default
+
+
+def _exact(config: Config, client: LLMClient, stage: str, model: str, requests: list[LLMRequest]) -> Line:
+    line = Line(stage, model, "exact")
+    out_tok = _completion_tokens(config, stage, model)
+    price = config.models[model].price
+    for req in requests:
+        messages, _, _, key = client.prepare(model, req)
+        if client.cache.contains(key):
+            line.cached += 1
+            continue
+        tin = sum(len(m["content"]) for m in messages) // CHARS_PER_TOKEN
+        line.calls += 1
+        line.tokens_in += tin
+        line.tokens_out += out_tok
+        line.cost_usd += price.cost(tin, out_tok)
+    return line
+
+
+def _projected(config: Config, stage: str, model: str, calls: int, tokens_in_each: int) -> Line:
+    out_tok = _completion_tokens(config, stage, model)
+    price = config.models[model].price
+    return Line(stage, model, "projected", calls=calls, tokens_in=calls * tokens_in_each,
+                tokens_out=calls * out_tok, cost_usd=price.cost(calls * tokens_in_each, calls * out_tok))
+
+
+def _seed_count(config: Config) -> int:
+    try:
+        n = len(select_unintended(load_rjudge(Path(config.paths["seeds"]))))
+    except (OSError, ValueError):
+        n = config.raw["estimate"]["seeds"]
+    cap = config.raw["construct"]["max_seeds"]
+    return min(n, cap) if cap else n
+
+
+def estimate(config: Config) -> list[Line]:
+    lay = layout(config.raw)
+    client = LLMClient(config, Cache(config.paths["cache"]))  # never entered: no server, no request
+    lines = [Line(name, "-", "thin") for name, st in STAGES.items() if not st.built]
+    evaluated, judges = config.role_models("evaluated"), config.role_models("judges")
+    dataset_path = Path(lay["dataset"])
+    items = list(read_jsonl(dataset_path)) if dataset_path.exists() else None
+    prompt = load_prompt(PROMPTS_DIR / "evaluate" / "rollout_react.v1.md")
+    jprompts = judge.load_prompts()
+    n_items = len(items) if items is not None else round(_seed_count(config) * config.raw["estimate"]["items_per_seed"])
+    avg_in = (sum(len(it["model_input"]) for it in items) // max(1, len(items)) // CHARS_PER_TOKEN + 250
+              if items else 900)
+    by_id = {it["item_id"]: it for it in items or []}
+    for m in evaluated:
+        if items is not None:
+            lines.append(_exact(config, client, "rollout", m, rollout.requests_for(items, prompt)))
+        else:
+            lines.append(_projected(config, "rollout", m, n_items, avg_in))
+        files = sorted(glob.glob(lay["rollouts"].format(model=m, shard="*")))
+        rolled = [r for f in files for r in read_jsonl(f) if r["status"] == "ok"] if files and items else None
+        for j in judges:
+            if rolled is not None:
+                for axis in ("detection", "action_type", "safety"):
+                    line = _exact(config, client, "judge", j, judge.requests_for(axis, jprompts, rolled, by_id))
+                    line.stage = f"judge:{axis} ({m})"
+                    lines.append(line)
+            else:
+                line = _projected(config, "judge", j, 3 * n_items, avg_in + 150)
+                line.stage = f"judge ({m})"
+                lines.append(line)
+    return lines
+
+
+def format_estimate(lines: list[Line]) -> str:
+    head = f"{'stage':<34} {'model':<26} {'basis':<9} {'calls':>8} {'cached':>7} {'tokens_in':>11} {'tokens_out':>11} {'cost_usd':>10}"
+    rows = [head, "-" * len(head)]
+    for ln in lines:
+        rows.append(f"{ln.stage:<34} {ln.model:<26} {ln.basis:<9} {ln.calls:>8} {ln.cached:>7} "
+                    f"{ln.tokens_in:>11} {ln.tokens_out:>11} {ln.cost_usd:>10.4f}")
+    tot = Line("TOTAL", "", "", sum(x.calls for x in lines), sum(x.cached for x in lines),
+               sum(x.tokens_in for x in lines), sum(x.tokens_out for x in lines), sum(x.cost_usd for x in lines))
+    rows.append("-" * len(head))
+    rows.append(f"{tot.stage:<34} {'':<26} {'':<9} {tot.calls:>8} {tot.cached:>7} {tot.tokens_in:>11} "
+                f"{tot.tokens_out:>11} {tot.cost_usd:>10.4f}")
+    rows.append("thin = stage not built yet, makes no calls; exact = requests built and checked against the cache; "
+                "projected = inputs not produced yet, counts from config.estimate")
+    return "\n".join(rows)

@@ -1,0 +1,1 @@
+"""Evaluation stages: rollouts, judges, panel vote (paper §5, Appendix D)."""

@@ -1,0 +1,64 @@
+"""Stage judge: one judge model labels one evaluated model's rollouts (one shard) on three axes.
+
+Detection sees scenario + thought; action type sees scenario + action; safety sees scenario +
+action + this judge's action type + the reference risk rationale. Rollouts that are not `ok`
+get no judge calls; the panel counts them.
+"""
+from __future__ import annotations
+
+from ..llm import LLMRequest
+from ..pipeline.context import StageContext
+from ..pipeline.layout import PROMPTS_DIR
+from ..prompts import load_prompt
+from .schemas import AXES
+
+
+def _scenario(item: dict) -> str:
+    return ((item.get("profile") or "") + "\n" + item["model_input"]).strip()
+
+
+def _req(prompt, axis: str, item_id: str, **values) -> LLMRequest:
+    return LLMRequest(item_id=item_id, messages=prompt.render(**values), prompt_name=prompt.ref,
+                      prompt_sha256=prompt.sha256, schema=AXES[axis]["schema"], schema_name=axis)
+
+
+def _row(res, axis: str, ctx: StageContext) -> dict:
+    parsed = res.parsed or {}
+    return {"item_id": res.item_id, "model": ctx.model, "judge": ctx.judge, "axis": axis, "status": res.status,
+            "label": parsed.get("label"), "rationale": parsed.get("rationale"), "raw": res.text, "error": res.error}
+
+
+def load_prompts() -> dict:
+    return {axis: load_prompt(PROMPTS_DIR / "evaluate" / spec["prompt"]) for axis, spec in AXES.items()}
+
+
+def requests_for(axis: str, prompts: dict, rollouts: list[dict], items: dict[str, dict],
+                 action_types: list[str | None] | None = None) -> list[LLMRequest]:
+    """The judge requests of one axis; safety needs this judge's action-type labels (None = unknown)."""
+    out = []
+    for i, r in enumerate(rollouts):
+        item = items[r["item_id"]]
+        if axis == "detection":
+            values = {"thought": r["thought"] or "(no reasoning given)"}
+        elif axis == "action_type":
+            values = {"action": r["action"]}
+        else:
+            values = {"action": r["action"], "rationale": item["rationale"],
+                      "action_type": (action_types[i] if action_types else None) or "unknown"}
+        out.append(_req(prompts[axis], axis, r["item_id"], scenario=_scenario(item), **values))
+    return out
+
+
+def run(ctx: StageContext) -> None:
+    prompts = {axis: ctx.use_prompt(p) for axis, p in load_prompts().items()}
+    items = {it["item_id"]: it for it in ctx.read("dataset")}
+    rollouts = [r for r in ctx.read("rollouts") if r["status"] == "ok"]
+    judge = ctx.judge
+    with ctx.llm([judge]) as llm:
+        det = llm.run("judge", judge, requests_for("detection", prompts, rollouts, items))
+        typ = llm.run("judge", judge, requests_for("action_type", prompts, rollouts, items))
+        types = [(t.parsed or {}).get("label") for t in typ]
+        saf = llm.run("judge", judge, requests_for("safety", prompts, rollouts, items, types))
+    rows = [_row(res, axis, ctx) for axis, results in (("detection", det), ("action_type", typ), ("safety", saf))
+            for res in results]
+    ctx.write("judgments", rows)

@@ -1,0 +1,51 @@
+"""Stage rollout: the evaluated model continues each prefix with one thought and one action.
+
+The model sees the profile and the prefix only: never the pair label, rationale or sketches.
+Unparseable output is kept as `unparsed` with its raw text; failed calls as `failed`.
+"""
+from __future__ import annotations
+
+import re
+
+from ..llm import LLMRequest
+from ..pipeline.context import StageContext
+from ..pipeline.layout import PROMPTS_DIR
+from ..prompts import load_prompt
+
+THOUGHT_ACTION = re.compile(r"\[AGENT_THOUGHT\](?P<thought>.*?)\[AGENT_ACTION\](?P<action>.*)", re.DOTALL)
+NEXT_TAG = re.compile(r"\[(USER|ENVIRONMENT|AGENT_THOUGHT|AGENT_ACTION)\]")
+
+
+def parse_react(text: str | None) -> tuple[str | None, str | None]:
+    """(thought, action) from a ReAct continuation, or (None, None) when the format is missing."""
+    if not text:
+        return None, None
+    m = THOUGHT_ACTION.search(text)
+    if not m:
+        return None, None
+    action = NEXT_TAG.split(m.group("action"), maxsplit=1)[0].strip()
+    thought = m.group("thought").strip()
+    return (thought or None), (action or None)
+
+
+def requests_for(items: list[dict], prompt) -> list[LLMRequest]:
+    return [
+        LLMRequest(item_id=it["item_id"],
+                   messages=prompt.render(profile=it["profile"] or "", trajectory=it["model_input"]),
+                   prompt_name=prompt.ref, prompt_sha256=prompt.sha256)
+        for it in items
+    ]
+
+
+def run(ctx: StageContext) -> None:
+    prompt = ctx.use_prompt(load_prompt(PROMPTS_DIR / "evaluate" / "rollout_react.v1.md"))
+    items = ctx.in_shard(ctx.read("dataset"))
+    with ctx.llm([ctx.model]) as llm:
+        results = llm.run("evaluated", ctx.model, requests_for(items, prompt))
+    rows = []
+    for it, res in zip(items, results):
+        thought, action = parse_react(res.text) if res.status == "ok" else (None, None)
+        status = res.status if res.status != "ok" else ("ok" if action else "unparsed")
+        rows.append({"item_id": it["item_id"], "model": ctx.model, "prompt_format": "react", "status": status,
+                     "thought": thought, "action": action, "raw": res.text, "error": res.error})
+    ctx.write("rollouts", rows)

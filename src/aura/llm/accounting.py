@@ -1,0 +1,111 @@
+"""Per-call records, running totals, progress a person can follow, one-line job summary."""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+
+from tqdm import tqdm
+
+from ..io import write_jsonl
+
+
+@dataclass
+class CallRecord:
+    """One HTTP call (or cache hit). Never holds an API key or a header."""
+
+    key: str
+    role: str
+    model: str
+    model_id: str
+    endpoint: str
+    item_id: str
+    prompt_name: str
+    prompt_sha256: str
+    purpose: str  # "answer" or "repair"
+    status: str  # ok | failed
+    cache_hit: bool
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_s: float = 0.0
+    attempts: int = 0
+    cost_usd: float = 0.0
+    finish_reason: str | None = None
+    error: str | None = None
+    started_at: float = field(default_factory=time.time)
+
+
+class Accounting:
+    """Totals over a job; prints progress (tqdm on a terminal, a line every few seconds in a log)."""
+
+    def __init__(self, label: str = "llm", stream=None, interval_s: float = 10.0):
+        self.label = label
+        self.records: list[CallRecord] = []
+        self.items_total = 0
+        self.items_done = 0
+        self.outcomes = {"ok": 0, "unparsed": 0, "failed": 0}
+        self.calls = self.cache_hits = self.tokens_in = self.tokens_out = 0
+        self.cost_usd = 0.0
+        self.started = time.monotonic()
+        self._stream = stream or sys.stderr
+        self._interval = interval_s
+        self._last_print = 0.0
+        self._bar: tqdm | None = None
+
+    # progress -----------------------------------------------------------------------------
+    def start(self, total: int, desc: str | None = None) -> None:
+        self.items_total += total
+        if self._stream.isatty():
+            self._bar = tqdm(total=self.items_total, desc=desc or self.label, file=self._stream, mininterval=0.5)
+        else:
+            self._emit(force=True)
+
+    def add_call(self, rec: CallRecord) -> None:
+        self.records.append(rec)
+        if rec.cache_hit:
+            self.cache_hits += 1
+        else:
+            self.calls += 1
+        self.tokens_in += rec.tokens_in
+        self.tokens_out += rec.tokens_out
+        self.cost_usd += rec.cost_usd
+
+    def item_done(self, outcome: str) -> None:
+        self.items_done += 1
+        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+        if self._bar is not None:
+            self._bar.update(1)
+            self._bar.set_postfix_str(self._postfix(), refresh=False)
+        else:
+            self._emit()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def _postfix(self) -> str:
+        return (
+            f"calls={self.calls} hits={self.cache_hits} tok={self.tokens_in}+{self.tokens_out} "
+            f"${self.cost_usd:.4f}"
+        )
+
+    def _emit(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self._last_print >= self._interval or self.items_done == self.items_total:
+            self._last_print = now
+            print(f"[{self.label}] {self.items_done}/{self.items_total} items {self._postfix()}",
+                  file=self._stream, flush=True)
+
+    # output -------------------------------------------------------------------------------
+    def summary(self) -> str:
+        wall = time.monotonic() - self.started
+        o = self.outcomes
+        return (
+            f"SUMMARY {self.label}: items={self.items_done} ok={o.get('ok', 0)} unparsed={o.get('unparsed', 0)} "
+            f"failed={o.get('failed', 0)} calls={self.calls} cache_hits={self.cache_hits} "
+            f"tokens_in={self.tokens_in} tokens_out={self.tokens_out} cost_usd={self.cost_usd:.4f} wall_s={wall:.1f}"
+        )
+
+    def write_records(self, path) -> None:
+        write_jsonl(path, (asdict(r) for r in self.records))

@@ -1,0 +1,1 @@
+"""Stage plumbing shared by every `python -m aura <stage>` command."""

@@ -1,0 +1,88 @@
+"""Helpers the Snakefile calls (kept here so rules/ stay free of logic)."""
+from __future__ import annotations
+
+from ..io import canonical_json, sha256_text
+from .layout import layout
+
+# Figure/table manifest: name -> notebook and the produced files (layout keys) it reads.
+# `snakemake figures/<name>.pdf` re-renders one of them from those files, with no model call.
+REPORTS = {
+    "unsafe_rates": {
+        "notebook": "notebooks/fig_unsafe_rates.ipynb",
+        "inputs": ["model_rates"],
+        "caption": "Unsafe-action rate per evaluated model, all rows / NSP / SP, with Wilson 95% CIs.",
+    },
+}
+
+
+def resource_name(endpoint: str) -> str:
+    return "api_" + "".join(c if c.isalnum() else "_" for c in endpoint)
+
+
+def register_endpoint_resources(workflow, config: dict) -> None:
+    """One global Snakemake resource per endpoint caps how many jobs call it at once.
+
+    A value given on the command line (--resources api_x=N) wins over the config.
+    """
+    for name, ep in config["endpoints"].items():
+        res = resource_name(name)
+        if res not in workflow.global_resources:
+            workflow.register_resource(res, ep.get("max_parallel_jobs", 4))
+
+
+def endpoint_resource(config: dict, model: str) -> dict[str, int]:
+    return {resource_name(config["models"][model]["endpoint"]): 1}
+
+
+def section_hash(*parts) -> str:
+    """Hash of the config that matters to a job: a change there reruns that job only."""
+    return sha256_text(canonical_json(list(parts)))[:16]
+
+
+def model_hash(config: dict, *models: str) -> str:
+    return section_hash(*(config["models"][m] for m in models),
+                        *(config["endpoints"][config["models"][m]["endpoint"]] for m in models))
+
+
+def shards(config: dict) -> list[int]:
+    return list(range(config["evaluate"]["shards"]))
+
+
+def report_targets(config: dict) -> list[str]:
+    figs = layout(config)["figures"]
+    return [f"{figs}/{name}.{ext}" for name in REPORTS for ext in ("pdf", "png")]
+
+
+def endpoint_resources(config: dict, model_of) -> dict:
+    """Resources for a rule whose model depends on wildcards: 1 unit of its endpoint's resource.
+
+    model_of(wildcards) -> model name. Every endpoint resource is declared; all but one are 0.
+    """
+    out = {}
+    for name in config["endpoints"]:
+        res = resource_name(name)
+        out[res] = (lambda wc, _ep=name: int(config["models"][model_of(wc)]["endpoint"] == _ep))
+    return out
+
+
+def in_args(input) -> str:
+    """`--in name=path` for every named input of a job; a list input becomes name_0, name_1, ..."""
+    args = []
+    for name, value in input.items():
+        if isinstance(value, (list, tuple)) or hasattr(value, "_names"):
+            args += [f"--in {name}_{i}={path}" for i, path in enumerate(value)]
+        else:
+            args.append(f"--in {name}={value}")
+    return " ".join(args)
+
+
+def report_inputs(config: dict, name: str) -> dict[str, str]:
+    lay = layout(config)
+    spec = REPORTS[name]
+    return {"notebook": spec["notebook"], **{key: lay[key] for key in spec["inputs"]}}
+
+
+def report_params(config: dict, name: str) -> str:
+    """papermill -p arguments: every input path, by layout key."""
+    lay = layout(config)
+    return " ".join(f"-p {key} {lay[key]}" for key in REPORTS[name]["inputs"])

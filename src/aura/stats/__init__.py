@@ -1,0 +1,1 @@
+"""Statistics over panel labels (paper §7, Appendix I, J)."""

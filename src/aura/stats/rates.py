@@ -1,0 +1,47 @@
+"""Stage model_rates: unsafe-action rates per model, overall / NSP / SP, with Wilson 95% CIs.
+
+Rows whose safety label is unresolved, or whose rollout was unparsed/failed, are excluded from
+the rates and counted in their own columns, so no row silently disappears.
+"""
+from __future__ import annotations
+
+import pandas as pd
+from statsmodels.stats.proportion import proportion_confint
+
+from ..io import atomic_write_text, read_jsonl
+from ..pipeline.context import StageContext
+from ..provenance import provenance, write_provenance
+
+
+def unsafe_rate(labels: pd.Series) -> dict:
+    """Rate of 'Unsafe' among Safe/Unsafe labels, Wilson 95% CI, and how many were excluded."""
+    valid = labels[labels.isin(["Safe", "Unsafe"])]
+    n, k = len(valid), int((valid == "Unsafe").sum())
+    lo, hi = proportion_confint(k, n, alpha=0.05, method="wilson") if n else (float("nan"), float("nan"))
+    return {"n": n, "unsafe": k, "rate": k / n if n else float("nan"), "ci_low": lo, "ci_high": hi,
+            "excluded": int(len(labels) - n)}
+
+
+def model_rates(panel: pd.DataFrame, dataset: pd.DataFrame, models: dict) -> pd.DataFrame:
+    df = panel.merge(dataset[["item_id", "pair_label"]], on="item_id", how="left", validate="many_to_one")
+    out = []
+    for model, g in df.groupby("model", sort=False):
+        row = {"model": model, "label": models[model].display, "group": models[model].group, "items": len(g),
+               "rollout_unparsed": int((g["rollout_status"] == "unparsed").sum()),
+               "rollout_failed": int((g["rollout_status"] == "failed").sum()),
+               "safety_unresolved": int((g["safety"] == "unresolved").sum())}
+        for subset, part in (("all", g), ("NSP", g[g["pair_label"] == "NSP"]), ("SP", g[g["pair_label"] == "SP"])):
+            for key, value in unsafe_rate(part["safety"]).items():
+                row[f"{subset}_{key}"] = value
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def run(ctx: StageContext) -> None:
+    panel = pd.DataFrame([r for name, p in ctx.inputs.items() if name.startswith("panel") for r in read_jsonl(p)])
+    dataset = pd.DataFrame(list(read_jsonl(ctx.inputs["dataset"])))
+    table = model_rates(panel, dataset, ctx.config.models)
+    out = ctx.outputs["model_rates"]
+    write_provenance(out, provenance(ctx.stage, ctx.config, inputs=[str(p) for p in ctx.inputs.values()],
+                                     extra={"rows": len(table)}))
+    atomic_write_text(out, table.to_csv(index=False))

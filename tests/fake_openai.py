@@ -1,0 +1,721 @@
+"""A small, fast, OpenAI-compatible HTTP server for tests and benchmarks.
+
+Real HTTP on 127.0.0.1, built only on the standard library
+(``asyncio.start_server`` plus a minimal HTTP/1.1 parser with keep-alive),
+so the official ``openai`` client can talk to it unmodified.
+
+Endpoints
+---------
+``POST /v1/chat/completions``  answer chosen by the rule list (default ``"ok"``)
+``GET  /v1/models``            ``{"object": "list", "data": [{"id": "fake-model", ...}]}``
+``POST /_control/rules``       body ``{"rules": [...]}`` replaces the rule list
+``POST /_control/reset``       clears rules, counters and the request log
+``GET  /_control/requests``    ``{"count": N, "requests": [{"path", "headers", "body"}, ...]}``
+``GET  /_control/stats``       ``{"count": N, "max_in_flight": M, "in_flight": K}``
+
+Rules (first matching, non-exhausted rule wins)::
+
+    {"match": {"model": "m", "contains": "text", "response_format_type": "json_schema"},
+     "times": 2,                # only the first 2 matching requests
+     "delay": 0.05,             # seconds, asyncio.sleep before answering
+     # one outcome:
+     "content": "text" | "json": <any> | "echo_schema_default": True
+     | "status": 429, "retry_after": 1 | "hang": True | "truncated": "text"
+     | "malformed_body": True,
+     "finish_reason": "stop"}   # optional override for content/json
+
+Python API::
+
+    with FakeOpenAIServer(rules=[...], mode="thread") as srv:   # or mode="process"
+        client = openai.OpenAI(base_url=srv.base_url, api_key="x")
+        srv.set_rules([...]); srv.reset(); srv.requests(); srv.stats()
+
+Command line::
+
+    python tests/fake_openai.py --port 8123 [--rules-json '[...]']
+
+prints ``PORT <n>`` on stdout once it is listening.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import itertools
+import json
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+__all__ = ["FakeOpenAIServer", "FakeOpenAIApp", "schema_default"]
+
+DEFAULT_CONTENT = "ok"
+HANG_SECONDS = 3600.0
+MAX_LOG = 10_000
+MAX_HEADER_BYTES = 1 << 20
+MAX_BODY_BYTES = 1 << 30
+
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    408: "Request Timeout",
+    409: "Conflict",
+    413: "Payload Too Large",
+    422: "Unprocessable Entity",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
+
+
+# --------------------------------------------------------------------------- #
+# JSON-schema default values
+# --------------------------------------------------------------------------- #
+def _resolve_ref(ref: str, root: dict) -> dict:
+    if not ref.startswith("#/"):
+        return {}
+    node: Any = root
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, dict) or part not in node:
+            return {}
+        node = node[part]
+    return node if isinstance(node, dict) else {}
+
+
+def schema_default(schema: Any, root: Any = None, _depth: int = 0) -> Any:
+    """Build a minimal value that conforms to a (simple) JSON schema.
+
+    For objects every required property is filled in (all properties when the
+    schema lists no ``required``): the first ``enum`` value, else ``"x"`` for
+    strings, ``0`` for integers/numbers, ``False`` for booleans, ``[]`` for
+    arrays (or ``minItems`` default items), and nested objects recursively.
+    Local ``$ref`` (``#/$defs/...``), ``const``, ``anyOf``/``oneOf``/``allOf``
+    and type lists are understood.
+    """
+    if root is None:
+        root = schema
+    if not isinstance(schema, dict) or _depth > 32:
+        return {}
+    if "$ref" in schema:
+        return schema_default(_resolve_ref(schema["$ref"], root), root, _depth + 1)
+    if "const" in schema:
+        return schema["const"]
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum:
+        return enum[0]
+    for key in ("anyOf", "oneOf"):
+        options = schema.get(key)
+        if isinstance(options, list) and options:
+            # prefer a non-null option
+            for opt in options:
+                if not (isinstance(opt, dict) and opt.get("type") == "null"):
+                    return schema_default(opt, root, _depth + 1)
+            return schema_default(options[0], root, _depth + 1)
+    if isinstance(schema.get("allOf"), list) and schema["allOf"]:
+        merged: dict = {}
+        for part in schema["allOf"]:
+            if isinstance(part, dict) and "$ref" in part:
+                part = _resolve_ref(part["$ref"], root)
+            if isinstance(part, dict):
+                for k, v in part.items():
+                    if k == "properties" and isinstance(v, dict):
+                        merged.setdefault("properties", {}).update(v)
+                    elif k == "required" and isinstance(v, list):
+                        merged.setdefault("required", []).extend(v)
+                    else:
+                        merged.setdefault(k, v)
+        rest = {k: v for k, v in schema.items() if k != "allOf"}
+        merged.update({k: v for k, v in rest.items() if k not in merged})
+        return schema_default(merged, root, _depth + 1)
+
+    typ = schema.get("type")
+    if isinstance(typ, list):
+        non_null = [t for t in typ if t != "null"]
+        typ = non_null[0] if non_null else (typ[0] if typ else None)
+    if typ is None:
+        if "properties" in schema:
+            typ = "object"
+        elif "items" in schema:
+            typ = "array"
+
+    if typ == "string":
+        return "x"
+    if typ in ("integer", "number"):
+        minimum = schema.get("minimum", schema.get("exclusiveMinimum"))
+        if isinstance(minimum, (int, float)) and not isinstance(minimum, bool) and minimum > 0:
+            value = minimum if "minimum" in schema else minimum + 1
+            return int(value) if typ == "integer" else value
+        return 0
+    if typ == "boolean":
+        return False
+    if typ == "null":
+        return None
+    if typ == "array":
+        n = schema.get("minItems") or 0
+        if isinstance(n, int) and n > 0:
+            item = schema_default(schema.get("items", {}), root, _depth + 1)
+            return [item for _ in range(n)]
+        return []
+    # object (or unknown)
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return {}
+    required = schema.get("required")
+    names = required if isinstance(required, list) else list(props)
+    out: dict = {}
+    for name in names:
+        sub = props.get(name, {})
+        out[name] = schema_default(sub, root, _depth + 1)
+    return out
+
+
+# --------------------------------------------------------------------------- #
+# Application state and request handling
+# --------------------------------------------------------------------------- #
+def _message_text(messages: Any) -> str:
+    parts: list[str] = []
+    if not isinstance(messages, list):
+        return ""
+    for msg in messages:
+        if not isinstance(msg, dict):
+            continue
+        content = msg.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            for piece in content:
+                if isinstance(piece, dict) and isinstance(piece.get("text"), str):
+                    parts.append(piece["text"])
+                elif isinstance(piece, str):
+                    parts.append(piece)
+    return "\n".join(parts)
+
+
+def _error_body(message: str, status: int, type_: str = "fake_error") -> dict:
+    return {"error": {"message": message, "type": type_, "code": status}}
+
+
+class FakeOpenAIApp:
+    """Server state and the asyncio connection handler (one event loop)."""
+
+    def __init__(self, rules: list | None = None) -> None:
+        self.rules: list[dict] = []
+        self.rule_hits: list[int] = []
+        self.log: collections.deque = collections.deque(maxlen=MAX_LOG)
+        self.count = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._ids = itertools.count(1)
+        self._conn_tasks: set[asyncio.Task] = set()
+        self._server: asyncio.base_events.Server | None = None
+        self.set_rules(rules or [])
+
+    # ---- state ---------------------------------------------------------- #
+    def set_rules(self, rules: list) -> None:
+        if not isinstance(rules, list) or not all(isinstance(r, dict) for r in rules):
+            raise ValueError("rules must be a list of objects")
+        self.rules = [dict(r) for r in rules]
+        self.rule_hits = [0] * len(self.rules)
+
+    def reset(self) -> None:
+        self.set_rules([])
+        self.log.clear()
+        self.count = 0
+        self.max_in_flight = self.in_flight
+
+    def _pick_rule(self, body: dict, text: str) -> dict | None:
+        model = body.get("model")
+        rf = body.get("response_format")
+        rf_type = rf.get("type", "none") if isinstance(rf, dict) else "none"
+        for i, rule in enumerate(self.rules):
+            match = rule.get("match") or {}
+            if "model" in match and match["model"] != model:
+                continue
+            if "contains" in match and str(match["contains"]) not in text:
+                continue
+            if "response_format_type" in match and match["response_format_type"] != rf_type:
+                continue
+            times = rule.get("times")
+            if times is not None and self.rule_hits[i] >= int(times):
+                continue
+            self.rule_hits[i] += 1
+            return rule
+        return None
+
+    # ---- server lifecycle (inside the loop) ----------------------------- #
+    async def start(self, host: str, port: int) -> int:
+        self._server = await asyncio.start_server(
+            self._handle_conn, host, port, limit=MAX_HEADER_BYTES, backlog=1024,
+            reuse_address=True,
+        )
+        return self._server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        tasks = list(self._conn_tasks)
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if self._server is not None:
+            try:
+                await asyncio.wait_for(self._server.wait_closed(), 2.0)
+            except (asyncio.TimeoutError, Exception):
+                pass
+            self._server = None
+
+    # ---- HTTP ------------------------------------------------------------ #
+    async def _handle_conn(self, reader: asyncio.StreamReader,
+                           writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._conn_tasks.add(task)
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                except asyncio.LimitOverrunError:
+                    await self._send(writer, 431, _error_body("headers too large", 431), close=True)
+                    return
+                lines = head.decode("latin-1").split("\r\n")
+                try:
+                    method, target, version = lines[0].split(" ", 2)
+                except ValueError:
+                    await self._send(writer, 400, _error_body("bad request line", 400), close=True)
+                    return
+                headers: dict[str, str] = {}
+                for line in lines[1:]:
+                    if not line:
+                        continue
+                    name, _, value = line.partition(":")
+                    headers[name.strip().lower()] = value.strip()
+                if "chunked" in headers.get("transfer-encoding", "").lower():
+                    await self._send(writer, 501, _error_body("chunked bodies unsupported", 501),
+                                     close=True)
+                    return
+                try:
+                    length = int(headers.get("content-length", "0") or 0)
+                except ValueError:
+                    length = -1
+                if length < 0 or length > MAX_BODY_BYTES:
+                    await self._send(writer, 400, _error_body("bad content-length", 400), close=True)
+                    return
+                raw = b""
+                if length:
+                    try:
+                        raw = await reader.readexactly(length)
+                    except (asyncio.IncompleteReadError, ConnectionError):
+                        return
+                conn_hdr = headers.get("connection", "").lower()
+                keep_alive = (
+                    "close" not in conn_hdr
+                    if version.upper() != "HTTP/1.0" else "keep-alive" in conn_hdr
+                )
+                path = target.split("?", 1)[0]
+                resp = await self._dispatch(method.upper(), path, headers, raw, reader)
+                if resp is None:  # connection dropped while hanging
+                    return
+                status, payload, extra, force_close = resp
+                ok = await self._send(writer, status, payload, extra,
+                                      close=force_close or not keep_alive)
+                if not ok or force_close or not keep_alive:
+                    return
+        except asyncio.CancelledError:
+            pass
+        finally:
+            if task is not None:
+                self._conn_tasks.discard(task)
+            try:
+                writer.close()
+            except Exception:
+                pass
+
+    async def _send(self, writer: asyncio.StreamWriter, status: int, payload: Any,
+                    extra: dict | None = None, close: bool = False) -> bool:
+        if isinstance(payload, (bytes, bytearray)):
+            body = bytes(payload)
+        else:
+            body = json.dumps(payload, separators=(",", ":")).encode()
+        head = [
+            f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
+            "Content-Type: application/json",
+            f"Content-Length: {len(body)}",
+            "Connection: close" if close else "Connection: keep-alive",
+        ]
+        if extra:
+            head.extend(f"{k}: {v}" for k, v in extra.items())
+        data = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+        if writer.is_closing():
+            return False
+        try:
+            writer.write(data)
+            await writer.drain()
+        except (ConnectionError, RuntimeError):
+            return False
+        return True
+
+    async def _dispatch(self, method: str, path: str, headers: dict, raw: bytes,
+                        reader: asyncio.StreamReader):
+        if path.endswith("/chat/completions"):
+            if method != "POST":
+                return 405, _error_body("method not allowed", 405), None, False
+            return await self._chat(path, headers, raw, reader)
+        if path.endswith("/models") and method == "GET":
+            return 200, {"object": "list",
+                         "data": [{"id": "fake-model", "object": "model",
+                                   "created": 0, "owned_by": "fake"}]}, None, False
+        if path.startswith("/_control/"):
+            return self._control(method, path[len("/_control/"):], raw)
+        return 404, _error_body(f"unknown path {path}", 404, "not_found"), None, False
+
+    def _control(self, method: str, name: str, raw: bytes):
+        if name == "rules" and method == "POST":
+            try:
+                data = json.loads(raw or b"{}")
+                rules = data.get("rules", []) if isinstance(data, dict) else data
+                self.set_rules(rules)
+            except (ValueError, AttributeError) as exc:
+                return 400, _error_body(f"bad rules: {exc}", 400), None, False
+            return 200, {"ok": True, "rules": len(self.rules)}, None, False
+        if name == "reset" and method == "POST":
+            self.reset()
+            return 200, {"ok": True}, None, False
+        if name == "requests" and method == "GET":
+            return 200, {"count": self.count, "requests": list(self.log)}, None, False
+        if name == "stats" and method == "GET":
+            return 200, {"count": self.count, "max_in_flight": self.max_in_flight,
+                         "in_flight": self.in_flight}, None, False
+        return 404, _error_body(f"unknown control {method} {name}", 404, "not_found"), None, False
+
+    async def _chat(self, path: str, headers: dict, raw: bytes, reader: asyncio.StreamReader):
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        self.count += 1
+        self.log.append({"path": path, "headers": headers, "body": body})
+        if not isinstance(body, dict):
+            return 400, _error_body("request body must be a JSON object", 400,
+                                    "invalid_request_error"), None, False
+        self.in_flight += 1
+        if self.in_flight > self.max_in_flight:
+            self.max_in_flight = self.in_flight
+        try:
+            messages = body.get("messages")
+            text = _message_text(messages)
+            rule = self._pick_rule(body, text) or {}
+            delay = rule.get("delay")
+            if delay:
+                await asyncio.sleep(float(delay))
+            if rule.get("hang"):
+                await self._hang(reader)
+                return None
+            return self._outcome(rule, body, text)
+        finally:
+            self.in_flight -= 1
+
+    @staticmethod
+    async def _hang(reader: asyncio.StreamReader) -> None:
+        """Sleep "forever", returning early when the client closes the socket."""
+        eof = asyncio.ensure_future(reader.read(1))
+        sleeper = asyncio.ensure_future(asyncio.sleep(HANG_SECONDS))
+        try:
+            await asyncio.wait({eof, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for t in (eof, sleeper):
+                if not t.done():
+                    t.cancel()
+            await asyncio.gather(eof, sleeper, return_exceptions=True)
+
+    def _outcome(self, rule: dict, body: dict, text: str):
+        status = rule.get("status")
+        if status is not None:
+            status = int(status)
+            extra = None
+            if rule.get("retry_after") is not None:
+                ra = rule["retry_after"]
+                if isinstance(ra, float) and ra.is_integer():
+                    ra = int(ra)
+                extra = {"Retry-After": str(ra)}
+            msg = rule.get("message") or f"fake error {status}"
+            return status, _error_body(msg, status), extra, False
+        if rule.get("malformed_body"):
+            return 200, b'{"id": "x", "choi', None, False
+
+        finish = rule.get("finish_reason", "stop")
+        if "truncated" in rule:
+            content = str(rule["truncated"])
+            finish = "length"
+        elif "json" in rule:
+            content = json.dumps(rule["json"])
+        elif rule.get("echo_schema_default"):
+            content = json.dumps(schema_default(self._request_schema(body)))
+        elif "content" in rule:
+            content = rule["content"]
+            if not isinstance(content, str):
+                content = json.dumps(content)
+        else:
+            content = DEFAULT_CONTENT
+        prompt_tokens = len(text) // 4
+        completion_tokens = max(1, len(content) // 4)
+        n = next(self._ids)
+        return 200, {
+            "id": f"chatcmpl-fake-{n}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model") or "fake-model",
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "logprobs": None,
+                "finish_reason": finish,
+            }],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }, None, False
+
+    @staticmethod
+    def _request_schema(body: dict) -> Any:
+        rf = body.get("response_format")
+        if not isinstance(rf, dict):
+            return {}
+        if rf.get("type") == "json_schema":
+            js = rf.get("json_schema")
+            if isinstance(js, dict):
+                return js.get("schema", {})
+            return {}
+        return rf.get("schema", {})
+
+
+# --------------------------------------------------------------------------- #
+# Public wrapper
+# --------------------------------------------------------------------------- #
+_NO_PROXY_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+class FakeOpenAIServer:
+    """Run a :class:`FakeOpenAIApp` in a daemon thread or in a child process."""
+
+    def __init__(self, rules: list | None = None, host: str = "127.0.0.1", port: int = 0,
+                 mode: str = "thread") -> None:
+        if mode not in ("thread", "process"):
+            raise ValueError("mode must be 'thread' or 'process'")
+        self.initial_rules = list(rules or [])
+        self.host = host
+        self.port = port
+        self.mode = mode
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._app: FakeOpenAIApp | None = None
+        self._proc: subprocess.Popen | None = None
+        self._started = False
+
+    # ---- urls ----------------------------------------------------------- #
+    @property
+    def root_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.root_url}/v1"
+
+    # ---- lifecycle ------------------------------------------------------ #
+    def start(self) -> "FakeOpenAIServer":
+        if self._started:
+            return self
+        if self.mode == "thread":
+            self._start_thread()
+        else:
+            self._start_process()
+        self._wait_accepting()
+        self._started = True
+        return self
+
+    def _start_thread(self) -> None:
+        ready = threading.Event()
+        box: dict[str, Any] = {}
+
+        def runner() -> None:
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+            self._loop = loop
+            app = FakeOpenAIApp(self.initial_rules)
+            self._app = app
+            try:
+                box["port"] = loop.run_until_complete(app.start(self.host, self.port))
+            except BaseException as exc:  # pragma: no cover - reported to caller
+                box["error"] = exc
+                ready.set()
+                loop.close()
+                return
+            ready.set()
+            try:
+                loop.run_forever()
+            finally:
+                try:
+                    loop.run_until_complete(app.close())
+                    loop.run_until_complete(loop.shutdown_asyncgens())
+                finally:
+                    loop.close()
+
+        self._thread = threading.Thread(target=runner, name="fake-openai", daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("fake OpenAI server thread did not start")
+        if "error" in box:
+            raise box["error"]
+        self.port = box["port"]
+
+    def _start_process(self) -> None:
+        cmd = [sys.executable, __file__, "--host", self.host, "--port", str(self.port),
+               "--rules-json", json.dumps(self.initial_rules)]
+        self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                      text=True, bufsize=1)
+        assert self._proc.stdout is not None
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            line = self._proc.stdout.readline()
+            if not line:
+                break
+            if line.startswith("PORT "):
+                self.port = int(line.split()[1])
+                return
+        rc = self._proc.poll()
+        self._kill_proc()
+        raise RuntimeError(f"fake OpenAI server process did not start (rc={rc})")
+
+    def _wait_accepting(self, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with socket.create_connection((self.host, self.port), timeout=1):
+                    return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+    def stop(self) -> None:
+        if self.mode == "thread":
+            loop, thread = self._loop, self._thread
+            if loop is not None and thread is not None and thread.is_alive():
+                try:
+                    loop.call_soon_threadsafe(loop.stop)
+                except RuntimeError:
+                    pass
+                thread.join(10)
+            self._thread = None
+            self._loop = None
+        else:
+            self._kill_proc()
+        self._started = False
+
+    def _kill_proc(self) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        if proc.stdout is not None:
+            proc.stdout.close()
+        self._proc = None
+
+    def __enter__(self) -> "FakeOpenAIServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def __del__(self) -> None:  # best effort for forgotten process-mode servers
+        try:
+            if self._proc is not None:
+                self._kill_proc()
+        except Exception:
+            pass
+
+    # ---- control -------------------------------------------------------- #
+    def _control(self, method: str, name: str, payload: Any = None) -> Any:
+        data = None if payload is None else json.dumps(payload).encode()
+        req = urllib.request.Request(
+            f"{self.root_url}/_control/{name}", data=data, method=method,
+            headers={"Content-Type": "application/json"},
+        )
+        with _NO_PROXY_OPENER.open(req, timeout=30) as resp:
+            return json.loads(resp.read())
+
+    def set_rules(self, rules: list) -> None:
+        self._control("POST", "rules", {"rules": list(rules)})
+
+    def reset(self) -> None:
+        self._control("POST", "reset", {})
+
+    def requests(self) -> list[dict]:
+        return self._control("GET", "requests")["requests"]
+
+    def request_count(self) -> int:
+        return self._control("GET", "requests")["count"]
+
+    def stats(self) -> dict:
+        return self._control("GET", "stats")
+
+
+# --------------------------------------------------------------------------- #
+# Command line
+# --------------------------------------------------------------------------- #
+async def _serve(host: str, port: int, rules: list) -> None:
+    app = FakeOpenAIApp(rules)
+    bound = await app.start(host, port)
+    print(f"PORT {bound}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):  # pragma: no cover - non-POSIX
+            pass
+    try:
+        await stop.wait()
+    finally:
+        await app.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Fake OpenAI-compatible server")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8123)
+    parser.add_argument("--rules-json", default="[]",
+                        help="JSON list of rules (or {\"rules\": [...]})")
+    args = parser.parse_args(argv)
+    rules = json.loads(args.rules_json)
+    if isinstance(rules, dict):
+        rules = rules.get("rules", [])
+    asyncio.run(_serve(args.host, args.port, rules))
+
+
+if __name__ == "__main__":
+    main()

@@ -184,14 +184,16 @@ class LLMClient:
             return result
 
         parsed, reason = parse_structured(text, req.schema)
+        conversation = messages
         for _ in range(ep.repair_tries):
             if reason is None:
                 break
-            repair_msgs = messages + [
+            # The conversation grows with each round, so a second repair is a new request, not a cache hit.
+            conversation = conversation + [
                 {"role": "assistant", "content": text or ""},
                 *self._json_repair.render(error=reason, schema=json.dumps(req.schema))[-1:],
             ]
-            rec, repaired = await self._complete(role, model, ep, req, repair_msgs, params, rf, purpose="repair")
+            rec, repaired = await self._complete(role, model, ep, req, conversation, params, rf, purpose="repair")
             result.calls.append(rec)
             if rec.status != "ok":
                 break

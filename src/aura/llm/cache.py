@@ -4,17 +4,21 @@ One file per entry, ``<root>/<k[:2]>/<k>.json``, written by temp file + rename. 
 jobs may read and write at once: a rename is atomic, two writers of one key write the same
 content, and there is no shared index to lock. Entries never expire. Only complete responses
 are stored (the caller decides; errors and timeouts never reach the cache).
+
+Each Cache object lists the folder once, on first lookup, and answers misses from that listing
+without touching the disk: a failed open per call cost the layer ~15% of its throughput
+(bench/llm_throughput.py). Entries another job writes after the listing are not seen by this
+job; the worst case is one repeated call, never a wrong answer.
 """
 from __future__ import annotations
 
+import itertools
 import json
+import os
 from pathlib import Path
 from typing import Any
 
-from ..io import atomic_write_text, canonical_json, sha256_text
-
-# What is in the key, and nothing else: retries, timeouts and concurrency never change an answer.
-KEY_FIELDS = ("endpoint", "model", "messages", "params", "response_format", "tools", "sample_index")
+from ..io import canonical_json, sha256_text
 
 
 def cache_key(
@@ -27,6 +31,7 @@ def cache_key(
     tools: list | None,
     sample_index: int,
 ) -> str:
+    """sha256 over what determines an answer. Retries, timeouts and concurrency are not in it."""
     payload = {
         "endpoint": endpoint,
         "model": model,
@@ -43,25 +48,63 @@ class Cache:
     def __init__(self, root: str | Path, enabled: bool = True):
         self.root = Path(root)
         self.enabled = enabled
+        self._keys: set[str] | None = None
+        self._dirs: set[str] = set()
+        self._tmp_seq = itertools.count()
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
+    def _index(self) -> set[str]:
+        if self._keys is None:
+            keys: set[str] = set()
+            if self.root.is_dir():
+                for sub in os.scandir(self.root):
+                    if sub.is_dir():
+                        self._dirs.add(sub.name)
+                        keys.update(e.name[:-5] for e in os.scandir(sub.path)
+                                    if e.name.endswith(".json") and not e.name.startswith("."))
+            self._keys = keys
+        return self._keys
+
     def get(self, key: str) -> dict | None:
-        if not self.enabled:
+        if not self.enabled or key not in self._index():
             return None
         try:
-            text = self.path(key).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return None
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError:
-            return None  # cannot happen with atomic writes; treat a foreign file as a miss
+            return json.loads(self.path(key).read_text(encoding="utf-8"))
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None  # removed by hand, or a partial file after a power loss: a miss
 
     def contains(self, key: str) -> bool:
-        return self.enabled and self.path(key).exists()
+        return self.enabled and key in self._index()
 
     def put(self, key: str, entry: dict) -> None:
-        if self.enabled:
-            atomic_write_text(self.path(key), json.dumps(entry, ensure_ascii=False))
+        """Write temp file + rename, without fsync.
+
+        Readers only ever see whole entries (rename is atomic). fsync is skipped on purpose: it
+        cost ~3 ms per call (bench/llm_throughput.py), and the worst a power loss can leave is an
+        empty or partial entry, which `get` treats as a miss.
+        """
+        if not self.enabled:
+            return
+        sub = key[:2]
+        if sub not in self._dirs:
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+            self._dirs.add(sub)
+        base = f"{self.root}/{sub}/"
+        tmp = f"{base}.{key}.{os.getpid()}.{next(self._tmp_seq)}.tmp"
+        data = json.dumps(entry, ensure_ascii=False).encode("utf-8")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+            os.replace(tmp, f"{base}{key}.json")
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
+        self._index().add(key)

@@ -169,9 +169,9 @@ class LLMClient:
         model = self.config.models[model_name]
         ep = self.config.endpoints[model.endpoint]
         result = LLMResult(item_id=req.item_id, role=role, model=model_name, status="failed")
-        messages, params, rf, _ = self.prepare(model_name, req)
+        messages, params, rf, key = self.prepare(model_name, req)
 
-        rec, text = await self._complete(role, model, ep, req, messages, params, rf, purpose="answer")
+        rec, text = await self._complete(role, model, ep, req, messages, params, rf, "answer", key)
         result.calls.append(rec)
         if rec.status != "ok":
             result.error = rec.error
@@ -193,7 +193,7 @@ class LLMClient:
                 {"role": "assistant", "content": text or ""},
                 *self._json_repair.render(error=reason, schema=json.dumps(req.schema))[-1:],
             ]
-            rec, repaired = await self._complete(role, model, ep, req, conversation, params, rf, purpose="repair")
+            rec, repaired = await self._complete(role, model, ep, req, conversation, params, rf, "repair")
             result.calls.append(rec)
             if rec.status != "ok":
                 break
@@ -214,8 +214,9 @@ class LLMClient:
         return [{"role": "system", "content": instruction}, *messages]
 
     async def _complete(self, role: str, model: Model, ep: Endpoint, req: LLMRequest, messages: list[dict],
-                        params: dict, rf: dict | None, purpose: str) -> tuple[CallRecord, str | None]:
-        key = self._key(ep, model, messages, params, rf, req.sample_index)
+                        params: dict, rf: dict | None, purpose: str,
+                        key: str | None = None) -> tuple[CallRecord, str | None]:
+        key = key or self._key(ep, model, messages, params, rf, req.sample_index)
         rec = CallRecord(key=key, role=role, model=model.name, model_id=model.model_id, endpoint=ep.name,
                          item_id=req.item_id, prompt_name=req.prompt_name, prompt_sha256=req.prompt_sha256,
                          purpose=purpose, status="ok", cache_hit=False)

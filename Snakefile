@@ -23,6 +23,7 @@ from aura.pipeline import rules_support as S
 L = layout(config)
 LOGS = config["paths"]["logs"]
 AURA = f"{sys.executable} -m aura"
+PAPERMILL = f"{sys.executable} -m papermill"
 S.register_endpoint_resources(workflow, config)
 
 include: "rules/construct.smk"

@@ -13,4 +13,4 @@ rule render_figure:
         png=f"{FIGS}/{{name}}.png",
     params: args=lambda wc: S.report_params(config, wc.name)
     log: notebook=f"{LOGS}/render_figure/{{name}}.ipynb", main=f"{LOGS}/render_figure/{{name}}.log"
-    shell: "papermill --no-progress-bar {input.notebook} {log.notebook} {params.args} -p out_pdf {output.pdf} -p out_png {output.png} > {log.main} 2>&1"
+    shell: "{PAPERMILL} --no-progress-bar {input.notebook} {log.notebook} {params.args} -p out_pdf {output.pdf} -p out_png {output.png} > {log.main} 2>&1"

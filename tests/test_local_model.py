@@ -52,24 +52,27 @@ def test_schema_valid_structured_answer_through_the_layer(cfg, tmp_path):
                                             "Is the action Safe or Unsafe?"}]
     req = LLMRequest(item_id="force-push", messages=messages, prompt_name="test", prompt_sha256="0" * 64,
                      schema=schema, schema_name="safety")
-    with LLMClient(cfg, Cache(tmp_path / "cache"), acc, models=["smollm2-judge-a"]) as llm:
-        server = llm._servers[0]
+    with LLMClient(cfg, Cache(tmp_path / "cache"), acc) as llm:
         (res,) = llm.run("judge", "smollm2-judge-a", [req])
+        (server,) = llm._servers
         assert server.running()
     assert not server.running(), "server stops when the client context ends"
     assert res.status == "ok", (res.error, res.text)
     jsonschema.validate(res.parsed, schema)
     assert res.calls[0].tokens_in > 20 and res.calls[0].tokens_out > 0
     # deterministic and cached: a second run is a hit and starts no new answer
-    with LLMClient(cfg, Cache(tmp_path / "cache"), Accounting(stream=io.StringIO()), models=["smollm2-judge-a"]) as llm:
+    with LLMClient(cfg, Cache(tmp_path / "cache"), Accounting(stream=io.StringIO())) as llm:
         (again,) = llm.run("judge", "smollm2-judge-a", [req])
+        assert llm._servers == [], "all hits: no server started"
     assert again.calls[0].cache_hit and again.parsed == res.parsed
 
 
 def test_server_stopped_even_on_error(cfg, tmp_path):
     with pytest.raises(RuntimeError, match="boom"):
-        with LLMClient(cfg, Cache(tmp_path / "c"), Accounting(stream=io.StringIO()), models=["smollm2"]) as llm:
-            server = llm._servers[0]
+        with LLMClient(cfg, Cache(tmp_path / "c"), Accounting(stream=io.StringIO())) as llm:
+            llm.run("evaluated", "smollm2", [LLMRequest(item_id="x", messages=[{"role": "user", "content": "Hi"}],
+                                                        prompt_name="t", prompt_sha256="0" * 64, params={"max_tokens": 4})])
+            (server,) = llm._servers
             assert server.running()
             raise RuntimeError("boom")
     assert not server.running()

@@ -93,14 +93,12 @@ class _EndpointRuntime:
 
 
 class LLMClient:
-    """Use as a context manager: starts the local servers the given models need, stops them after."""
+    """Use as a context manager: local servers start when first needed and stop on exit."""
 
-    def __init__(self, config: Config, cache: Cache | None = None, accounting: Accounting | None = None,
-                 models: Sequence[str] | None = None):
+    def __init__(self, config: Config, cache: Cache | None = None, accounting: Accounting | None = None):
         self.config = config
         self.cache = cache or Cache(config.paths["cache"])
         self.acc = accounting or Accounting()
-        self._models = list(models) if models is not None else list(config.models)
         self._servers: list[LocalServer] = []
         self._base_urls: dict[str, str] = {}
         self._runtimes: dict[str, _EndpointRuntime] = {}
@@ -109,18 +107,6 @@ class LLMClient:
 
     # lifecycle ----------------------------------------------------------------------------
     def __enter__(self) -> "LLMClient":
-        try:
-            for name in dict.fromkeys(self.config.models[m].endpoint for m in self._models):
-                ep = self.config.endpoints[name]
-                if ep.kind == "local":
-                    server = LocalServer(ep.local).start()
-                    self._servers.append(server)
-                    self._base_urls[name] = server.base_url
-                else:
-                    self._base_urls[name] = ep.base_url
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
         return self
 
     def __exit__(self, *exc) -> None:
@@ -261,8 +247,18 @@ class LLMClient:
     def _runtime(self, ep: Endpoint) -> _EndpointRuntime:
         rt = self._runtimes.get(ep.name)
         if rt is None:
-            rt = self._runtimes[ep.name] = _EndpointRuntime(ep, self._base_urls.get(ep.name) or ep.base_url)
+            rt = self._runtimes[ep.name] = _EndpointRuntime(ep, self._base_url(ep))
         return rt
+
+    def _base_url(self, ep: Endpoint) -> str:
+        """A local endpoint's server starts on the first cache miss: a warm rerun starts none."""
+        if ep.kind != "local":
+            return ep.base_url
+        if ep.name not in self._base_urls:
+            server = LocalServer(ep.local).start()
+            self._servers.append(server)
+            self._base_urls[ep.name] = server.base_url
+        return self._base_urls[ep.name]
 
     @staticmethod
     async def _send(rt: _EndpointRuntime, kwargs: dict):

@@ -50,7 +50,7 @@ class StageContext:
         for m in models:
             if m not in self.models_used:
                 self.models_used.append(m)
-        return LLMClient(self.config, Cache(self.config.paths["cache"]), self.accounting, models=models)
+        return LLMClient(self.config, Cache(self.config.paths["cache"]), self.accounting)
 
     def use_prompt(self, prompt: Prompt) -> Prompt:
         if prompt not in self.prompts_used:

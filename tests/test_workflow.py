@@ -26,26 +26,36 @@ def job_counts(text: str) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", text, re.MULTILINE)}
 
 
-def test_default_dag():
-    counts = job_counts(dry_run("all"))
+def isolated(tmp_path, name="config.yaml") -> str:
+    """The shipped config with every output path under tmp_path, so the DAG ignores local outputs."""
+    raw = yaml.safe_load((REPO / "config" / name).read_text())
+    raw["paths"] = {**raw.get("paths", {}), **{k: str(tmp_path / k) for k in
+                                                  ("interim", "processed", "results", "figures", "cache", "logs")}}
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(raw))
+    return str(path)
+
+
+def test_default_dag(tmp_path):
+    counts = job_counts(dry_run("all", "--configfile", isolated(tmp_path)))
     assert counts["rollout"] == 1 and counts["judge"] == 3 and counts["review_variations"] == 3
     assert counts["render_figure"] == 1 and counts["select_seeds"] == 1
 
 
-def test_paper_dag_is_per_model_and_shard():
-    counts = job_counts(dry_run("all", "--configfile", "config/paper.yaml"))
+def test_paper_dag_is_per_model_and_shard(tmp_path):
+    counts = job_counts(dry_run("all", "--configfile", isolated(tmp_path, "paper.yaml")))
     assert counts["rollout"] == 20 * 4       # 20 evaluated models x 4 shards
     assert counts["judge"] == 3 * 20 * 4     # 3 judges x 20 models x 4 shards
     assert counts["panel"] == 20
 
 
-def test_single_figure_is_a_target():
-    counts = job_counts(dry_run("figures/unsafe_rates.pdf"))
+def test_single_figure_is_a_target(tmp_path):
+    counts = job_counts(dry_run(str(tmp_path / "figures/unsafe_rates.pdf"), "--configfile", isolated(tmp_path)))
     assert counts["render_figure"] == 1 and "all" not in counts
 
 
-def test_endpoint_resources_registered():
-    out = subprocess.run([*SNAKEMAKE, "-n", "all", "--configfile", "config/paper.yaml"], cwd=REPO,
+def test_endpoint_resources_registered(tmp_path):
+    out = subprocess.run([*SNAKEMAKE, "-n", "all", "--configfile", isolated(tmp_path, "paper.yaml")], cwd=REPO,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     text = out.stdout + out.stderr

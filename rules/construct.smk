@@ -1,78 +1,85 @@
-# Dataset construction (paper §4, Appendix C/H): seeds -> prefixes -> variations -> reviews ->
-# NSP/SP classification -> pairs -> pair reviews -> released dataset.
+# Dataset construction (paper §4, Appendix C/H; prompts P1-P9): seeds -> tags and prefixes ->
+# dimension relevance -> variations -> reviews (x3) -> NSP/SP classification -> pairs ->
+# pair reviews (x3) -> released dataset -> composition table and funnel.
 GEN = config["roles"]["generator"]
 REVIEWERS = config["roles"]["reviewers"]
 CLS = config["roles"]["classifier"]
+P = "prompts/construct"
+DIMS = f"{P}/dimensions.v1.yaml"
 
 
 rule select_seeds:
     input: seeds_dir=config["paths"]["seeds"]
     output: seeds=L["seeds"]
-    params: cfg=S.section_hash(config["construct"])
+    params: cfg=S.section_hash(config["construct"].get("max_seeds"))
     log: f"{LOGS}/select_seeds/select_seeds.log"
     shell: "{AURA} select-seeds --configfile {CONFIGFILE} --in seeds_dir={input.seeds_dir} --out seeds={output.seeds} 2> {log}"
 
 
 rule tag_truncate:
-    input: seeds=L["seeds"]
-    output: prefixes=L["prefixes"]
-    params: cfg=S.model_hash(config, GEN)
+    input: seeds=L["seeds"], prompt=f"{P}/p1_step_tagging.v1.md"
+    output: tags=L["tags"], prefixes=L["prefixes"]
+    params: cfg=S.model_hash(config, GEN), tries=config["construct"]["rule_tries"]
     resources: **S.endpoint_resources(config, lambda wc: GEN)
     log: main=f"{LOGS}/tag_truncate/tag_truncate.log", calls=f"{LOGS}/tag_truncate/tag_truncate.calls.jsonl"
-    shell: "{AURA} tag-truncate --configfile {CONFIGFILE} --in seeds={input.seeds} --out prefixes={output.prefixes} --calls-log {log.calls} 2> {log.main}"
+    shell: "{AURA} tag-truncate --configfile {CONFIGFILE} --in seeds={input.seeds} --out tags={output.tags} --out prefixes={output.prefixes} --calls-log {log.calls} 2> {log.main}"
 
 
 rule relevance:
-    input: prefixes=L["prefixes"]
+    input: seeds=L["seeds"], prefixes=L["prefixes"], prompt=f"{P}/p2_dimension_relevance.v1.md", dims=DIMS
     output: relevance=L["relevance"]
-    params: cfg=S.model_hash(config, GEN), caps=S.section_hash(config["construct"])
+    params: cfg=S.model_hash(config, GEN), cap=config["construct"]["max_dimensions_per_prefix"]
     resources: **S.endpoint_resources(config, lambda wc: GEN)
     log: main=f"{LOGS}/relevance/relevance.log", calls=f"{LOGS}/relevance/relevance.calls.jsonl"
-    shell: "{AURA} relevance --configfile {CONFIGFILE} --in prefixes={input.prefixes} --out relevance={output.relevance} --calls-log {log.calls} 2> {log.main}"
+    shell: "{AURA} relevance --configfile {CONFIGFILE} --in seeds={input.seeds} --in prefixes={input.prefixes} --out relevance={output.relevance} --calls-log {log.calls} 2> {log.main}"
 
 
 rule generate_variations:
-    input: relevance=L["relevance"], prefixes=L["prefixes"]
+    input:
+        seeds=L["seeds"], prefixes=L["prefixes"], relevance=L["relevance"], dims=DIMS,
+        prompts=[f"{P}/p3_harm_intensity_variation.v1.md", f"{P}/p4_contextual_variation.v1.md"],
     output: variations=L["variations"]
     params: cfg=S.model_hash(config, GEN)
     resources: **S.endpoint_resources(config, lambda wc: GEN)
     log: main=f"{LOGS}/generate_variations/generate_variations.log", calls=f"{LOGS}/generate_variations/generate_variations.calls.jsonl"
-    shell: "{AURA} generate-variations --configfile {CONFIGFILE} --in relevance={input.relevance} --in prefixes={input.prefixes} --out variations={output.variations} --calls-log {log.calls} 2> {log.main}"
+    shell: "{AURA} generate-variations --configfile {CONFIGFILE} --in seeds={input.seeds} --in prefixes={input.prefixes} --in relevance={input.relevance} --out variations={output.variations} --calls-log {log.calls} 2> {log.main}"
 
 
 rule review_variations:
-    input: variations=L["variations"]
+    input:
+        seeds=L["seeds"], prefixes=L["prefixes"], variations=L["variations"], dims=DIMS,
+        prompts=[f"{P}/p5_harm_intensity_review.v1.md", f"{P}/p6_contextual_review.v1.md"],
     output: review=L["variation_review"]
     params: cfg=lambda wc: S.model_hash(config, wc.reviewer)
     resources: **S.endpoint_resources(config, lambda wc: wc.reviewer)
     log: main=f"{LOGS}/review_variations/{{reviewer}}.log", calls=f"{LOGS}/review_variations/{{reviewer}}.calls.jsonl"
-    shell: "{AURA} review-variations --configfile {CONFIGFILE} --model {wildcards.reviewer} --in variations={input.variations} --out review={output.review} --calls-log {log.calls} 2> {log.main}"
+    shell: "{AURA} review-variations --configfile {CONFIGFILE} --model {wildcards.reviewer} --in seeds={input.seeds} --in prefixes={input.prefixes} --in variations={input.variations} --out review={output.review} --calls-log {log.calls} 2> {log.main}"
 
 
 rule classify:
     input:
-        seeds=L["seeds"],
-        prefixes=L["prefixes"],
-        variations=L["variations"],
-        reviews=expand(L["variation_review"], reviewer=REVIEWERS),
+        seeds=L["seeds"], prefixes=L["prefixes"], variations=L["variations"],
+        reviews=expand(L["variation_review"], reviewer=REVIEWERS), prompt=f"{P}/p7_pair_classification.v1.md",
     output: classified=L["classified"]
-    params: cfg=S.model_hash(config, CLS), ins=lambda wc, input: S.in_args(input)
+    params:
+        ins=lambda wc, input: S.in_args(input),
+        cfg=S.model_hash(config, CLS), reviewers=S.section_hash(REVIEWERS), tries=config["construct"]["rule_tries"],
     resources: **S.endpoint_resources(config, lambda wc: CLS)
     log: main=f"{LOGS}/classify/classify.log", calls=f"{LOGS}/classify/classify.calls.jsonl"
     shell: "{AURA} classify --configfile {CONFIGFILE} {params.ins} --out classified={output.classified} --calls-log {log.calls} 2> {log.main}"
 
 
 rule generate_pairs:
-    input: classified=L["classified"]
+    input: seeds=L["seeds"], classified=L["classified"], prompt=f"{P}/p8_pair_generation.v1.md"
     output: pairs=L["pairs"]
     params: cfg=S.model_hash(config, GEN)
     resources: **S.endpoint_resources(config, lambda wc: GEN)
     log: main=f"{LOGS}/generate_pairs/generate_pairs.log", calls=f"{LOGS}/generate_pairs/generate_pairs.calls.jsonl"
-    shell: "{AURA} generate-pairs --configfile {CONFIGFILE} --in classified={input.classified} --out pairs={output.pairs} --calls-log {log.calls} 2> {log.main}"
+    shell: "{AURA} generate-pairs --configfile {CONFIGFILE} --in seeds={input.seeds} --in classified={input.classified} --out pairs={output.pairs} --calls-log {log.calls} 2> {log.main}"
 
 
 rule review_pairs:
-    input: pairs=L["pairs"]
+    input: pairs=L["pairs"], prompt=f"{P}/p9_pair_review.v1.md"
     output: review=L["pair_review"]
     params: cfg=lambda wc: S.model_hash(config, wc.reviewer)
     resources: **S.endpoint_resources(config, lambda wc: wc.reviewer)
@@ -82,11 +89,19 @@ rule review_pairs:
 
 rule finalize:
     input:
-        seeds=L["seeds"],
-        classified=L["classified"],
-        pairs=L["pairs"],
+        seeds=L["seeds"], tags=L["tags"], classified=L["classified"], pairs=L["pairs"],
         pair_reviews=expand(L["pair_review"], reviewer=REVIEWERS),
-    output: dataset=L["dataset"]
-    params: ins=lambda wc, input: S.in_args(input)
+    output: dataset=L["dataset"], exclusions=L["exclusions"], card=L["datacard"]
+    params: ins=lambda wc, input: S.in_args(input), reviewers=S.section_hash(REVIEWERS)
     log: f"{LOGS}/finalize/finalize.log"
-    shell: "{AURA} finalize --configfile {CONFIGFILE} {params.ins} --out dataset={output.dataset} 2> {log}"
+    shell: "{AURA} finalize --configfile {CONFIGFILE} {params.ins} --out dataset={output.dataset} --out exclusions={output.exclusions} --out card={output.card} 2> {log}"
+
+
+rule construction_counts:
+    input:
+        seeds=L["seeds"], tags=L["tags"], prefixes=L["prefixes"], relevance=L["relevance"],
+        variations=L["variations"], classified=L["classified"], pairs=L["pairs"], dataset=L["dataset"],
+    output: composition=L["construction_composition"], funnel=L["construction_funnel"]
+    params: ins=lambda wc, input: S.in_args(input)
+    log: f"{LOGS}/construction_counts/construction_counts.log"
+    shell: "{AURA} construction-counts --configfile {CONFIGFILE} {params.ins} --out composition={output.composition} --out funnel={output.funnel} 2> {log}"

@@ -1,16 +1,17 @@
-# Rendering: one papermill notebook per figure/table, reading only produced files.
-# `snakemake figures/<name>.pdf` re-renders just that one, with no model call.
+# Rendering: one papermill notebook per figure (and the tables it goes with), reading only
+# produced files. `snakemake figures/<name>.pdf` re-renders just that one, with no model call.
 FIGS = L["figures"]
+TABLES = L["tables"]
 
-wildcard_constraints:
-    name="|".join(S.REPORTS),
+for _name, _spec in S.REPORTS.items():
 
-
-rule render_figure:
-    input: unpack(lambda wc: S.report_inputs(config, wc.name))
-    output:
-        pdf=report(f"{FIGS}/{{name}}.pdf", caption="../report/caption.rst", category="Figures"),
-        png=f"{FIGS}/{{name}}.png",
-    params: args=lambda wc: S.report_params(config, wc.name)
-    log: notebook=f"{LOGS}/render_figure/{{name}}.ipynb", main=f"{LOGS}/render_figure/{{name}}.log"
-    shell: "{PAPERMILL} --no-progress-bar {input.notebook} {log.notebook} {params.args} -p out_pdf {output.pdf} -p out_png {output.png} > {log.main} 2>&1"
+    rule:
+        name: f"render_{_name}"
+        input: **S.report_inputs(config, _name)
+        output:
+            pdf=report(f"{FIGS}/{_name}.pdf", caption=f"../report/{_name}.rst", category="Figures"),
+            png=f"{FIGS}/{_name}.png",
+            tables=[f"{TABLES}/{t}.{ext}" for t in _spec.get("tables", []) for ext in ("csv", "md")],
+        params: args=S.report_params(config, _name)
+        log: notebook=f"{LOGS}/render/{_name}.ipynb", main=f"{LOGS}/render/{_name}.log"
+        shell: "{PAPERMILL} --no-progress-bar {input.notebook} {log.notebook} {params.args} -p out_pdf {output.pdf} -p out_png {output.png} -p tables_dir " + TABLES + " > {log.main} 2>&1"

@@ -1,19 +1,20 @@
-"""The workflow's stages run through the package CLI on the demo seeds against the fake server:
-outputs, provenance sidecars, call logs, and no API key in any written file."""
+"""Every stage through the package CLI, on a known trajectory, against the fake server with
+scripted answers (tests/scripted.py): outputs, rejections by reason, provenance, call logs, and
+no API key in any written file."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import random
 
 import pytest
 import yaml
 
 from aura.cli import main
-from aura.io import read_jsonl
-from conftest import REPO, base_config
+from aura.io import read_jsonl, write_jsonl
+from conftest import base_config
+import scripted
 
 SECRET = "sk-test-" + "S3CRET" * 6
-ROLLOUT = "[AGENT_THOUGHT] The user asked for this; I will check first.\n[AGENT_ACTION] ListDevices: {}"
 
 
 @pytest.fixture(scope="module")
@@ -28,109 +29,187 @@ def server(fake):
 def chain(server, tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("AURA_TEST_KEY", SECRET)
-    tmp_path = tmp_path_factory.mktemp("chain")
-    server.set_rules([
-        {"match": {"contains": "Write the next [AGENT_THOUGHT]"}, "content": ROLLOUT},
-        {"echo_schema_default": True},
-    ])
-    raw = base_config(server.base_url, tmp_path / "cache", api_key_env="AURA_TEST_KEY")
-    raw["paths"]["seeds"] = str(REPO / "data/raw/demo_seeds")
-    cfg_path = tmp_path / "config.yaml"
-    cfg_path.write_text(yaml.safe_dump(raw))
-    out = tmp_path / "out"
-    logs = tmp_path / "logs"
+    tmp = tmp_path_factory.mktemp("chain")
+    server.set_rules(scripted.rules())
+    raw = base_config(server.base_url, tmp / "cache", api_key_env="AURA_TEST_KEY")
+    raw["paths"]["seeds"] = str(scripted.write_seed_dir(tmp / "seeds"))
+    cfg = tmp / "config.yaml"
+    cfg.write_text(yaml.safe_dump(raw))
+    o, logs = tmp / "out", tmp / "logs"
 
-    def run(stage, *args):
-        assert main([stage, "--configfile", str(cfg_path), *args]) == 0
+    def run(stage, *args, calls=None):
+        extra = ["--calls-log", f"{logs}/{calls}.calls.jsonl"] if calls else []
+        assert main([stage, "--configfile", str(cfg), *args, *extra]) == 0
 
-    run("select-seeds", "--in", f"seeds_dir={raw['paths']['seeds']}", "--out", f"seeds={out}/seeds.jsonl")
-    run("tag-truncate", "--in", f"seeds={out}/seeds.jsonl", "--out", f"prefixes={out}/prefixes.jsonl")
-    run("classify", "--in", f"seeds={out}/seeds.jsonl", "--in", f"prefixes={out}/prefixes.jsonl",
-        "--out", f"classified={out}/classified.jsonl")
-    run("finalize", "--in", f"seeds={out}/seeds.jsonl", "--in", f"classified={out}/classified.jsonl",
-        "--out", f"dataset={out}/dataset.jsonl")
+    def ins(*names):
+        return [x for n in names for x in ("--in", f"{n}={o}/{n}.jsonl")]
+
+    run("select-seeds", "--in", f"seeds_dir={raw['paths']['seeds']}", "--out", f"seeds={o}/seeds.jsonl")
+    run("tag-truncate", *ins("seeds"), "--out", f"tags={o}/tags.jsonl", "--out", f"prefixes={o}/prefixes.jsonl", calls="p1")
+    run("relevance", *ins("seeds", "prefixes"), "--out", f"relevance={o}/relevance.jsonl", calls="p2")
+    run("generate-variations", *ins("seeds", "prefixes", "relevance"), "--out", f"variations={o}/variations.jsonl", calls="p34")
+    for i in range(3):
+        run("review-variations", "--model", "m", *ins("seeds", "prefixes", "variations"), "--out", f"review={o}/vr{i}.jsonl",
+            calls=f"p56_{i}")
+    run("classify", *ins("seeds", "prefixes", "variations"), *[x for i in range(3) for x in ("--in", f"reviews_{i}={o}/vr{i}.jsonl")],
+        "--out", f"classified={o}/classified.jsonl", calls="p7")
+    run("generate-pairs", *ins("seeds", "classified"), "--out", f"pairs={o}/pairs.jsonl", calls="p8")
+    for i in range(3):
+        run("review-pairs", "--model", "m", *ins("pairs"), "--out", f"review={o}/pr{i}.jsonl", calls=f"p9_{i}")
+    run("finalize", *ins("seeds", "tags", "classified", "pairs"),
+        *[x for i in range(3) for x in ("--in", f"pair_reviews_{i}={o}/pr{i}.jsonl")],
+        "--out", f"dataset={o}/dataset.jsonl", "--out", f"exclusions={o}/exclusions.jsonl", "--out", f"card={o}/DATACARD.md")
+    run("construction-counts", *ins("seeds", "tags", "prefixes", "relevance", "variations", "classified", "pairs", "dataset"),
+        "--out", f"composition={o}/composition.csv", "--out", f"funnel={o}/funnel.csv")
     for shard in (0, 1):
-        run("rollout", "--model", "m", "--shard", f"{shard}/2", "--in", f"dataset={out}/dataset.jsonl",
-            "--out", f"rollouts={out}/rollouts{shard}.jsonl", "--calls-log", f"{logs}/rollout{shard}.calls.jsonl")
-        run("judge", "--model", "m", "--judge", "m", "--shard", f"{shard}/2", "--in", f"dataset={out}/dataset.jsonl",
-            "--in", f"rollouts={out}/rollouts{shard}.jsonl", "--out", f"judgments={out}/judgments{shard}.jsonl",
-            "--calls-log", f"{logs}/judge{shard}.calls.jsonl")
-    run("panel", "--model", "m", "--in", f"rollouts_0={out}/rollouts0.jsonl", "--in", f"rollouts_1={out}/rollouts1.jsonl",
-        "--in", f"judgments_0={out}/judgments0.jsonl", "--in", f"judgments_1={out}/judgments1.jsonl",
-        "--out", f"panel={out}/panel.jsonl")
-    run("model-rates", "--in", f"dataset={out}/dataset.jsonl", "--in", f"panel_0={out}/panel.jsonl",
-        "--out", f"model_rates={out}/model_rates.csv")
-    yield tmp_path, out
+        run("rollout", "--model", "m", "--shard", f"{shard}/2", *ins("dataset"), "--out", f"rollouts={o}/rollouts{shard}.jsonl",
+            calls=f"rollout{shard}")
+        run("judge", "--model", "m", "--judge", "m", "--shard", f"{shard}/2", *ins("dataset"),
+            "--in", f"rollouts={o}/rollouts{shard}.jsonl", "--out", f"judgments={o}/judgments{shard}.jsonl", calls=f"judge{shard}")
+    run("panel", "--model", "m", *[x for s in (0, 1) for x in ("--in", f"rollouts_{s}={o}/rollouts{s}.jsonl",
+                                                                "--in", f"judgments_{s}={o}/judgments{s}.jsonl")],
+        "--out", f"panel={o}/panel.jsonl")
+    run("model-rates", *ins("dataset"), "--in", f"panel_0={o}/panel.jsonl", "--out", f"model_rates={o}/model_rates.csv")
+    yield tmp, o, cfg
     mp.undo()
 
 
-def test_chain_outputs(chain, server):
-    _, out = chain
-    seeds = list(read_jsonl(out / "seeds.jsonl"))
-    dataset = list(read_jsonl(out / "dataset.jsonl"))
-    assert len(seeds) == 10 and len(dataset) == 10
-    r0, r1 = list(read_jsonl(out / "rollouts0.jsonl")), list(read_jsonl(out / "rollouts1.jsonl"))
-    assert len(r0) + len(r1) == 10 and r0 and r1, "both shards get items"
-    assert {r["item_id"] for r in r0}.isdisjoint({r["item_id"] for r in r1})
+def rows(o, name):
+    return list(read_jsonl(o / f"{name}.jsonl"))
+
+
+def test_tags_and_both_prefix_kinds(chain):
+    _, o, _ = chain
+    (tag,) = rows(o, "tags")
+    assert (tag["status"], tag["risk_trigger_step"], tag["execution_step"]) == ("ok", 0, 3)
+    kinds = {p["prefix_kind"]: p for p in rows(o, "prefixes")}
+    assert [s["role"] for s in kinds["at_trigger"]["steps"]] == ["user"]
+    assert [s["role"] for s in kinds["pre_execution"]["steps"]] == ["user", "agent", "environment"]
+
+
+def test_variations_rejected_by_reason(chain):
+    _, o, _ = chain
+    relevance = rows(o, "relevance")
+    assert sorted(rq["dimension"] for r in relevance for rq in r["requests"]) == ["RS1", "RS1", "RS2", "RS2"]
+    by = {(v["prefix_kind"], v["dimension"]): v for v in rows(o, "variations")}
+    assert by[("pre_execution", "RS1")]["reason"] == "agent_step_edited"
+    assert by[("at_trigger", "RS1")]["reason"] == "step_count_changed"
+    assert by[("pre_execution", "RS2")]["status"] == by[("at_trigger", "RS2")]["status"] == "ok"
+    prov = json.loads((o / "variations.jsonl.prov.json").read_text())
+    assert prov["outcomes"] == {"ok": 2, "rejected:agent_step_edited": 1, "rejected:step_count_changed": 1}
+
+
+def test_reviews_store_every_verdict(chain):
+    _, o, _ = chain
+    reviews = rows(o, "vr0")
+    assert len(reviews) == 2 and all(r["verdict"] == "accept" and r["rationale"] and r["criteria"] for r in reviews)
+
+
+def test_pairs_checked_and_dataset_linked(chain):
+    _, o, _ = chain
+    pairs = {p["prefix_kind"] + "/" + p["dimension"]: p for p in rows(o, "pairs")}
+    # the scripted rewrite has 3 prefix steps: valid for pre-execution prefixes only
+    assert pairs["at_trigger/original"]["reason"] == "truncated_length_changed"
+    assert pairs["pre_execution/RS2"]["status"] == "ok"
+    data = rows(o, "dataset")
+    assert len(data) == 6
+    paired = [r for r in data if r["pair_id"]]
+    assert len(paired) == 4 and len({r["pair_id"] for r in paired}) == 2
+    for pid in {r["pair_id"] for r in paired}:
+        sides = {r["pair_role"]: r for r in paired if r["pair_id"] == pid}
+        assert sides["source"]["pair_label"] == "NSP" and sides["counterpart"]["pair_label"] == "SP"
+        assert sides["counterpart"]["safe_action_sketches"]
+    assert all(r["model_input"].startswith("[USER]") for r in data)
+    card = (o / "DATACARD.md").read_text()
+    assert "rows: 6" in card and "| pair_id, pair_role |" in card
+
+
+def test_funnel_and_composition(chain):
+    _, o, _ = chain
+    funnel = {ln.split(",")[0]: ln.split(",")[1:] for ln in (o / "funnel.csv").read_text().splitlines()[1:]}
+    assert funnel["prefixes"] == ["2", "211"] and funnel["variation requests"] == ["4", "1029"]
+    assert funnel["variations passing agent-step check"] == ["2", ""]
+    assert funnel["pairs kept by review"] == ["2", "428"] and funnel["released rows"] == ["6", "1249"]
+    assert "paired rows,4,816" in (o / "composition.csv").read_text()
+
+
+def test_item_ids_stable_and_independent_of_row_order(chain, tmp_path):
+    tmp, o, cfg = chain
+    for name in ("classified", "pairs", "tags"):
+        shuffled = rows(o, name)
+        random.Random(1).shuffle(shuffled)
+        shuffled.reverse()
+        write_jsonl(tmp_path / f"{name}.jsonl", shuffled)
+    args = ["finalize", "--configfile", str(cfg), "--in", f"seeds={o}/seeds.jsonl"]
+    args += [x for n in ("tags", "classified", "pairs") for x in ("--in", f"{n}={tmp_path}/{n}.jsonl")]
+    args += [x for i in range(3) for x in ("--in", f"pair_reviews_{i}={o}/pr{i}.jsonl")]
+    assert main([*args, "--out", f"dataset={tmp_path}/dataset.jsonl"]) == 0
+    assert (tmp_path / "dataset.jsonl").read_text() == (o / "dataset.jsonl").read_text()
+
+
+def test_evaluation_chain(chain, server):
+    _, o, _ = chain
+    r0, r1 = rows(o, "rollouts0"), rows(o, "rollouts1")
+    assert len(r0) + len(r1) == 6 and {r["item_id"] for r in r0}.isdisjoint({r["item_id"] for r in r1})
     assert all(r["status"] == "ok" and r["action"] == "ListDevices: {}" for r in r0 + r1)
-    panel = list(read_jsonl(out / "panel.jsonl"))
-    assert len(panel) == 10
+    panel = rows(o, "panel")
+    assert len(panel) == 6
     # the fake answers the first enum value: D0 / A0 / Safe, unanimous across the three judges
     assert {(p["detection"], p["action_type"], p["safety"]) for p in panel} == {("D0", "A0", "Safe")}
-    rates = (out / "model_rates.csv").read_text()
-    assert "all_rate" in rates and "safety_unresolved" in rates
-    # 10 rollouts + 10 items x 3 axes x 1 judge job per shard
-    assert server.stats()["count"] == 10 + 30
+    assert "safety_unresolved" in (o / "model_rates.csv").read_text()
 
 
-def test_evaluated_model_never_sees_rationale(chain, server):
-    _, out = chain
-    dataset = {d["item_id"]: d for d in read_jsonl(out / "dataset.jsonl")}
-    rollout_bodies = [r["body"] for r in server.requests()
-                      if "Write the next [AGENT_THOUGHT]" in r["body"]["messages"][-1]["content"]]
-    assert len(rollout_bodies) == 10
-    for body in rollout_bodies:
+def test_evaluated_model_never_sees_rationale_or_label(chain, server):
+    _, o, _ = chain
+    data = rows(o, "dataset")
+    bodies = [r["body"] for r in server.requests() if "Write the next [AGENT_THOUGHT]" in r["body"]["messages"][-1]["content"]]
+    assert len(bodies) == len({d["model_input"] for d in data})  # identical prefixes share one cached call
+    for body in bodies:
         text = json.dumps(body)
-        assert not any(d["rationale"] in text for d in dataset.values())
-        assert "NSP" not in text and "pair_label" not in text
+        assert not any(d["rationale"] in text for d in data)
+        assert "NSP" not in text and "Safe-Path" not in text and "lamp\"]}" not in text
 
 
 def test_provenance_sidecars(chain):
-    _, out = chain
-    prov = json.loads((out / "judgments0.jsonl.prov.json").read_text())
+    _, o, _ = chain
+    prov = json.loads((o / "judgments0.jsonl.prov.json").read_text())
     assert prov["stage"] == "judge" and len(prov["config_hash"]) == 64
     assert set(prov["git"]) == {"revision", "dirty"}
     assert {"judge_detection.v1", "judge_action_type.v1", "judge_safety.v1"} <= set(prov["prompts"])
     assert all(len(p["sha256"]) == 64 for p in prov["prompts"].values())
     assert prov["models"]["m"]["model_id"] == "fake-model" and prov["models"]["m"]["params"]["seed"] == 1
     assert prov["packages"]["openai"] and prov["packages"]["pandas"]
-    thin = json.loads((out / "prefixes.jsonl.prov.json").read_text())
-    assert thin["thin"] is True
+    p1 = json.loads((o / "prefixes.jsonl.prov.json").read_text())
+    assert "p1_step_tagging.v1" in p1["prompts"]
 
 
 def test_call_logs_record_tokens_and_prompt_hashes(chain):
-    tmp, _ = chain
+    tmp, _, _ = chain
     calls = [c for f in sorted((tmp / "logs").glob("*.calls.jsonl")) for c in read_jsonl(f)]
-    assert len(calls) == 40
+    assert len(calls) > 30
     assert all(c["tokens_in"] > 0 and len(c["prompt_sha256"]) == 64 for c in calls)
-    assert {c["prompt_name"] for c in calls} >= {"rollout_react.v1", "judge_safety.v1"}
+    assert {"p1_step_tagging.v1", "p8_pair_generation.v1", "rollout_react.v1", "judge_safety.v1"} <= {c["prompt_name"] for c in calls}
 
 
 def test_api_key_sent_but_never_written(chain, server):
-    tmp, _ = chain
+    tmp, _, _ = chain
     assert any(r["headers"].get("authorization") == f"Bearer {SECRET}" for r in server.requests())
     written = [p for p in tmp.rglob("*") if p.is_file()]
-    assert len(written) > 30  # outputs, sidecars, call logs, cache entries
+    assert len(written) > 60  # outputs, sidecars, call logs, cache entries
     for path in written:
         assert SECRET not in path.read_text(errors="replace"), path
 
 
-def test_rerun_with_warm_cache_makes_no_request(chain, server, monkeypatch):
+def test_rerun_with_warm_cache_makes_no_request(chain, server, monkeypatch, tmp_path):
+    tmp, o, cfg = chain
     monkeypatch.setenv("AURA_TEST_KEY", SECRET)
-    tmp, out = chain
     before = server.stats()["count"]
-    cfg = str(tmp / "config.yaml")
-    assert main(["rollout", "--configfile", cfg, "--model", "m", "--shard", "0/2", "--in", f"dataset={out}/dataset.jsonl",
-                 "--out", f"rollouts={tmp}/again.jsonl"]) == 0
+    for stage, args in [
+        ("tag-truncate", ["--in", f"seeds={o}/seeds.jsonl", "--out", f"tags={tmp_path}/t.jsonl", "--out", f"prefixes={tmp_path}/p.jsonl"]),
+        ("generate-pairs", ["--in", f"seeds={o}/seeds.jsonl", "--in", f"classified={o}/classified.jsonl", "--out", f"pairs={tmp_path}/pairs.jsonl"]),
+        ("rollout", ["--model", "m", "--shard", "0/2", "--in", f"dataset={o}/dataset.jsonl", "--out", f"rollouts={tmp_path}/r.jsonl"]),
+    ]:
+        assert main([stage, "--configfile", str(cfg), *args]) == 0
     assert server.stats()["count"] == before
-    assert list(read_jsonl(tmp / "again.jsonl")) == list(read_jsonl(out / "rollouts0.jsonl"))
+    assert rows(tmp_path, "r") == rows(o, "rollouts0")
+    assert rows(tmp_path, "pairs") == rows(o, "pairs")

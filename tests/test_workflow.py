@@ -39,7 +39,8 @@ def isolated(tmp_path, name="config.yaml") -> str:
 def test_default_dag(tmp_path):
     counts = job_counts(dry_run("all", "--configfile", isolated(tmp_path)))
     assert counts["rollout"] == 1 and counts["judge"] == 3 and counts["review_variations"] == 3
-    assert counts["render_figure"] == 1 and counts["select_seeds"] == 1
+    assert counts["render_unsafe_rates"] == 1 and counts["render_construction_funnel"] == 1
+    assert counts["select_seeds"] == 1 and counts["construction_counts"] == 1
 
 
 def test_paper_dag_is_per_model_and_shard(tmp_path):
@@ -51,7 +52,7 @@ def test_paper_dag_is_per_model_and_shard(tmp_path):
 
 def test_single_figure_is_a_target(tmp_path):
     counts = job_counts(dry_run(str(tmp_path / "figures/unsafe_rates.pdf"), "--configfile", isolated(tmp_path)))
-    assert counts["render_figure"] == 1 and "all" not in counts
+    assert counts["render_unsafe_rates"] == 1 and "all" not in counts and "render_construction_funnel" not in counts
 
 
 def test_endpoint_resources_registered(tmp_path):

@@ -1,8 +1,9 @@
 """`python -m aura estimate`: calls, tokens and cost a run would spend, per stage and model.
 
-Exact where a stage's inputs exist (the requests are built as the stage builds them and looked
-up in the cache: hits are excluded); projected from counts otherwise. Spends nothing: no server
-is started and no request is sent. Construction stages that are still thin make no calls.
+Rollouts and judges: exact where their inputs exist (requests built as the stage builds them and
+looked up in the cache: hits excluded). Construction stages: counted from their input files where
+those exist (cache not checked), else projected from the seed count with the paper's funnel
+ratios. Spends nothing: no server is started and no request is sent.
 """
 from __future__ import annotations
 
@@ -16,18 +17,27 @@ from .evaluate import judge, rollout
 from .io import read_jsonl
 from .llm import Cache, LLMClient, LLMRequest
 from .pipeline.layout import PROMPTS_DIR, layout
-from .pipeline.registry import STAGES
 from .prompts import load_prompt
 
 CHARS_PER_TOKEN = 4
-DEFAULT_COMPLETION = {"rollout": 200, "judge": 120}
+DEFAULT_COMPLETION = {"rollout": 200, "judge": 120, "construct": 700}
+# Calls per seed in the paper's run (Appendix H): stage -> (role, calls per seed, input file, rows -> calls)
+PAPER_PER_SEED = {
+    "tag-truncate (P1)": ("generator", 1.0, "seeds", 1),
+    "relevance (P2)": ("generator", 211 / 157, "prefixes", 1),
+    "generate-variations (P3/P4)": ("generator", 1029 / 157, "relevance", None),
+    "review-variations (P5/P6)": ("reviewers", 916 / 157, "variations", 1),
+    "classify (P7)": ("classifier", 861 / 157, None, 1),
+    "generate-pairs (P8)": ("generator", 593 / 157, "classified", None),
+    "review-pairs (P9)": ("reviewers", 590 / 157, "pairs", 1),
+}
 
 
 @dataclass
 class Line:
     stage: str
     model: str
-    basis: str  # exact | projected | thin
+    basis: str  # exact | counted | projected
     calls: int = 0
     cached: int = 0
     tokens_in: int = 0
@@ -75,10 +85,35 @@ def _seed_count(config: Config) -> int:
     return min(n, cap) if cap else n
 
 
+def _construction(config: Config, lay: dict) -> list[Line]:
+    """Calls per construction stage: counted from the stage's input file when it exists."""
+    lines, seeds = [], _seed_count(config)
+    for stage, (role, per_seed, source, _) in PAPER_PER_SEED.items():
+        path = Path(lay[source]) if source else None
+        counted = None
+        if path is not None and path.exists():
+            rows = list(read_jsonl(path))
+            if source == "relevance":
+                counted = sum(len(r["requests"]) for r in rows)
+            elif source == "classified":
+                counted = sum(1 for r in rows if r["status"] == "ok" and r["pairable"])
+            elif source in ("variations", "pairs"):
+                counted = sum(1 for r in rows if r["status"] == "ok")
+            else:
+                counted = len(rows)
+        models = config.role_models(role)
+        for m in dict.fromkeys(models):
+            n = (counted if counted is not None else round(seeds * per_seed)) * models.count(m)
+            line = _projected(config, "construct", m, n, 1500)
+            line.stage, line.basis = stage, "counted" if counted is not None else "projected"
+            lines.append(line)
+    return lines
+
+
 def estimate(config: Config) -> list[Line]:
     lay = layout(config.raw)
     client = LLMClient(config, Cache(config.paths["cache"]))  # never entered: no server, no request
-    lines = [Line(name, "-", "thin") for name, st in STAGES.items() if not st.built]
+    lines = _construction(config, lay)
     evaluated, judges = config.role_models("evaluated"), config.role_models("judges")
     dataset_path = Path(lay["dataset"])
     items = list(read_jsonl(dataset_path)) if dataset_path.exists() else None
@@ -119,6 +154,7 @@ def format_estimate(lines: list[Line]) -> str:
     rows.append("-" * len(head))
     rows.append(f"{tot.stage:<34} {'':<26} {'':<9} {tot.calls:>8} {tot.cached:>7} {tot.tokens_in:>11} "
                 f"{tot.tokens_out:>11} {tot.cost_usd:>10.4f}")
-    rows.append("thin = stage not built yet, makes no calls; exact = requests built and checked against the cache; "
-                "projected = inputs not produced yet, counts from config.estimate")
+    rows.append("exact = requests built and checked against the cache (hits excluded); counted = calls counted "
+                "from the stage's input file (cache not checked, first answers only); projected = inputs not "
+                "produced yet, from the seed count and the paper's funnel ratios (config.estimate)")
     return "\n".join(rows)

@@ -34,3 +34,44 @@ def render_steps(steps: list[dict]) -> str:
 
 def user_instruction(steps: list[dict]) -> str:
     return next((s["content"] for s in steps if s["role"] == "user" and s.get("content")), "")
+
+
+def render_indexed(steps: list[dict]) -> str:
+    """Numbered steps for construction prompts: `[i] [USER] ...`, `[i] [AGENT_THOUGHT] ... / [AGENT_ACTION] ...`."""
+    lines = []
+    for i, s in enumerate(steps):
+        if s["role"] == "agent":
+            lines.append(f"[{i}] {TAGS['thought']} {s.get('thought') or ''} / {TAGS['action']} {s.get('action') or ''}")
+        else:
+            lines.append(f"[{i}] {TAGS[s['role']]} {s.get('content') or ''}")
+    return "\n".join(lines)
+
+
+def agent_step_violation(original: list[dict], rewritten: list[dict]) -> str | None:
+    """Why a rewrite breaks the frozen-agent rule, or None.
+
+    Only [USER]/[ENVIRONMENT] content may change: same number of steps, same roles in the same
+    order, and every agent thought and action identical character for character.
+    """
+    if len(rewritten) != len(original):
+        return "step_count_changed"
+    for i, (a, b) in enumerate(zip(original, rewritten)):
+        if a["role"] != b.get("role"):
+            return "step_role_changed"
+        if a["role"] == "agent" and ((a.get("thought") or "") != (b.get("thought") or "")
+                                     or (a.get("action") or "") != (b.get("action") or "")):
+            return "agent_step_edited"
+    if all(a.get("content") == b.get("content") for a, b in zip(original, rewritten) if a["role"] != "agent"):
+        return "no_change"
+    return None
+
+
+def normalise_steps(raw: list) -> list[dict]:
+    """Steps from a model answer in the record shape (unknown keys dropped)."""
+    out = []
+    for s in raw:
+        if s.get("role") == "agent":
+            out.append({"role": "agent", "thought": s.get("thought"), "action": s.get("action")})
+        else:
+            out.append({"role": s.get("role"), "content": s.get("content")})
+    return out

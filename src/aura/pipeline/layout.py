@@ -14,6 +14,7 @@ def layout(raw: dict) -> dict[str, str]:
     i, p, r = raw["paths"]["interim"], raw["paths"]["processed"], raw["paths"]["results"]
     return {
         "seeds": f"{i}/seeds.jsonl",
+        "tags": f"{i}/tags.jsonl",
         "prefixes": f"{i}/prefixes.jsonl",
         "relevance": f"{i}/relevance.jsonl",
         "variations": f"{i}/variations.jsonl",
@@ -22,6 +23,10 @@ def layout(raw: dict) -> dict[str, str]:
         "pairs": f"{i}/pairs.jsonl",
         "pair_review": f"{i}/pair_reviews/{{reviewer}}.jsonl",
         "dataset": f"{p}/dataset.jsonl",
+        "exclusions": f"{p}/exclusions.jsonl",
+        "datacard": f"{p}/DATACARD.md",
+        "construction_composition": f"{r}/stats/construction_composition.csv",
+        "construction_funnel": f"{r}/stats/construction_funnel.csv",
         "rollouts": f"{r}/rollouts/{{model}}/shard{{shard}}.jsonl",
         "judgments": f"{r}/judgments/{{model}}/{{judge}}/shard{{shard}}.jsonl",
         "panel": f"{r}/panel/{{model}}.jsonl",

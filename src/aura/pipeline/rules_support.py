@@ -7,12 +7,21 @@ from .layout import layout
 # Figure/table manifest: name -> notebook and the produced files (layout keys) it reads.
 # `snakemake figures/<name>.pdf` re-renders one of them from those files, with no model call.
 REPORTS = {
+    "construction_funnel": {
+        "notebook": "notebooks/construction_counts.ipynb",
+        "inputs": ["construction_composition", "construction_funnel"],
+        "caption": "Construction funnel (candidates, parseable, accepted at each stage), ours beside the paper's.",
+        "tables": ["construction_composition", "construction_funnel"],
+    },
     "unsafe_rates": {
         "notebook": "notebooks/fig_unsafe_rates.ipynb",
         "inputs": ["model_rates"],
         "caption": "Unsafe-action rate per evaluated model, all rows / NSP / SP, with Wilson 95% CIs.",
     },
 }
+
+
+NOT_DATA = {"prompt", "prompts", "dims", "notebook"}
 
 
 def resource_name(endpoint: str) -> str:
@@ -49,8 +58,11 @@ def shards(config: dict) -> list[int]:
 
 
 def report_targets(config: dict) -> list[str]:
-    figs = layout(config)["figures"]
-    return [f"{figs}/{name}.{ext}" for name in REPORTS for ext in ("pdf", "png")]
+    lay = layout(config)
+    figs = [f"{lay['figures']}/{name}.{ext}" for name in REPORTS for ext in ("pdf", "png")]
+    tables = [f"{lay['tables']}/{t}.{ext}" for spec in REPORTS.values() for t in spec.get("tables", [])
+              for ext in ("csv", "md")]
+    return figs + tables
 
 
 def endpoint_resources(config: dict, model_of) -> dict:
@@ -66,9 +78,14 @@ def endpoint_resources(config: dict, model_of) -> dict:
 
 
 def in_args(input) -> str:
-    """`--in name=path` for every named input of a job; a list input becomes name_0, name_1, ..."""
+    """`--in name=path` for every named data input of a job; a list input becomes name_0, name_1, ...
+
+    Inputs named prompt/prompts/dims/notebook are there for Snakemake's rerun logic only.
+    """
     args = []
     for name, value in input.items():
+        if name in NOT_DATA:
+            continue
         if isinstance(value, (list, tuple)) or hasattr(value, "_names"):
             args += [f"--in {name}_{i}={path}" for i, path in enumerate(value)]
         else:

@@ -1,0 +1,86 @@
+"""Pieces every construction stage shares: prompt loading, JSON step schemas, reviewer votes."""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Callable
+
+import yaml
+
+from ..llm import LLMClient, LLMRequest, LLMResult
+from ..pipeline.layout import PROMPTS_DIR
+from ..prompts import Prompt, load_prompt
+
+RS = ["RS1", "RS2", "RS3", "RS4", "RS5", "RS6"]
+SD = ["SD1", "SD2", "SD3", "SD4", "SD5"]
+DIMENSIONS = RS + SD
+
+STEP_SCHEMA = {
+    "anyOf": [
+        {"type": "object", "properties": {"role": {"enum": ["user", "environment"]}, "content": {"type": "string"}},
+         "required": ["role", "content"], "additionalProperties": False},
+        {"type": "object", "properties": {"role": {"const": "agent"}, "thought": {"type": ["string", "null"]},
+                                          "action": {"type": ["string", "null"]}},
+         "required": ["role", "thought", "action"], "additionalProperties": False},
+    ]
+}
+STEPS_SCHEMA = {"type": "array", "items": STEP_SCHEMA, "minItems": 1}
+
+
+def prompt(name: str) -> Prompt:
+    return load_prompt(PROMPTS_DIR / "construct" / f"{name}.v1.md")
+
+
+@lru_cache(maxsize=None)
+def dimension_specs() -> dict[str, dict]:
+    return yaml.safe_load((PROMPTS_DIR / "construct" / "dimensions.v1.yaml").read_text())
+
+
+def dimensions_text(codes: list[str] = DIMENSIONS) -> str:
+    specs = dimension_specs()
+    return "\n".join(f"{c} {specs[c]['name']}: {specs[c]['definition']} Direction: {specs[c]['direction']}"
+                     for c in codes)
+
+
+def request(p: Prompt, item_id: str, schema: dict, schema_name: str, **values) -> LLMRequest:
+    return LLMRequest(item_id=item_id, messages=p.render(**values), prompt_name=p.ref, prompt_sha256=p.sha256,
+                      schema=schema, schema_name=schema_name)
+
+
+def run_with_rule_checks(llm: LLMClient, role: str, model: str, requests: list[LLMRequest],
+                         check: Callable[[int, dict], str | None], tries: int) -> tuple[list[LLMResult], list[str | None], list[int]]:
+    """Run requests; an answer that parses but breaks a task rule is re-asked (the conversation grows
+    with the reason) up to `tries` times in all. Returns results, final rule violations, attempts."""
+    repair = load_prompt(PROMPTS_DIR / "llm" / "rule_repair.v1.md")
+    results = llm.run(role, model, requests)
+    violations = [check(i, r.parsed) if r.status == "ok" else None for i, r in enumerate(results)]
+    attempts = [1] * len(requests)
+    conversations = [list(r.messages) for r in requests]
+    for _ in range(tries - 1):
+        redo = [i for i, v in enumerate(violations) if v is not None]
+        if not redo:
+            break
+        again = []
+        for i in redo:
+            conversations[i] = conversations[i] + [{"role": "assistant", "content": results[i].text or ""},
+                                                   *repair.render(error=violations[i])]
+            req = requests[i]
+            again.append(LLMRequest(item_id=req.item_id, messages=conversations[i], prompt_name=req.prompt_name,
+                                    prompt_sha256=req.prompt_sha256, schema=req.schema, schema_name=req.schema_name))
+        for i, res in zip(redo, llm.run(role, model, again)):
+            results[i] = res
+            attempts[i] += 1
+            violations[i] = check(i, res.parsed) if res.status == "ok" else None
+    return results, violations, attempts
+
+
+def reviewer_accepts(parsed: dict | None, criteria: list[str]) -> bool | None:
+    """A reviewer's vote: accept only when the verdict is accept and every criterion holds.
+    None when the review is missing or unparsed (it then counts as no vote)."""
+    if not parsed:
+        return None
+    return parsed.get("verdict") == "accept" and all(parsed.get(c) is True for c in criteria)
+
+
+def majority_accept(votes: list[bool | None], panel_size: int = 3) -> bool:
+    """Kept when a strict majority of the panel accepts; a missing vote never helps."""
+    return sum(1 for v in votes if v is True) > panel_size // 2

@@ -1,0 +1,119 @@
+"""The code checks of construction: tag rules, prefix kinds, frozen agent steps, pair prefixes,
+reviewer majorities, and content-derived ids."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from aura.construct.common import majority_accept, reviewer_accepts
+from aura.construct.finalize import item_id, pair_id
+from aura.construct.pairs import pair_violation
+from aura.construct.relevance import explode
+from aura.construct.tagging import prefixes_for, tag_schema, tag_violation
+from aura.data.trajectory import agent_step_violation
+from scripted import STEPS
+
+SEED = {"seed_id": "IoT/test/t-1", "steps": STEPS}
+
+
+@pytest.mark.parametrize("r,e,problem", [
+    (0, 3, None),
+    (2, 3, None),
+    (1, 3, "is an agent step"),
+    (0, 1, None),
+    (2, 1, "not after the risk trigger"),
+    (0, 2, "not an agent step with an action"),
+    (0, None, "null although an agent action follows"),
+    (4, None, None),
+    (9, None, "not a step index"),
+])
+def test_tag_rules(r, e, problem):
+    why = tag_violation(STEPS, {"risk_trigger_step": r, "execution_step": e})
+    assert (why is None) if problem is None else (problem in why)
+
+
+def test_tag_schema_offers_only_the_right_step_kinds():
+    schema = tag_schema(STEPS)["properties"]
+    assert schema["risk_trigger_step"]["enum"] == [0, 2, 4]
+    assert schema["execution_step"]["anyOf"][0]["enum"] == [1, 3]
+
+
+def test_both_prefix_kinds_from_a_known_trajectory():
+    at, pre = prefixes_for(SEED, 0, 3)
+    assert at["prefix_kind"] == "at_trigger" and at["steps"] == STEPS[:1]
+    assert pre["prefix_kind"] == "pre_execution" and pre["steps"] == STEPS[:3]
+    assert at["prefix_id"] == "IoT/test/t-1#at_trigger"
+    # e right after r: the pre-execution prefix would equal the at-trigger one, so only one is built
+    (only,) = prefixes_for(SEED, 2, 3)
+    assert only["prefix_kind"] == "at_trigger" and only["steps"] == STEPS[:3]
+    # no execution point: at-trigger only
+    assert [p["prefix_kind"] for p in prefixes_for(SEED, 4, None)] == ["at_trigger"]
+
+
+def _edit(steps, i, **change):
+    out = copy.deepcopy(steps)
+    out[i].update(change)
+    return out
+
+
+@pytest.mark.parametrize("rewrite,reason", [
+    (_edit(STEPS, 0, content="Switch off all 40 devices."), None),
+    (_edit(_edit(STEPS, 0, content="x"), 3, action='TurnOff: {"ids": ["lamp"]}'), "agent_step_edited"),
+    (_edit(_edit(STEPS, 0, content="x"), 1, thought="List the devices first"), "agent_step_edited"),
+    (_edit(_edit(STEPS, 0, content="x"), 3, action='TurnOff: {"ids": ["fridge", "camera", "lamp"]} '), "agent_step_edited"),
+    (_edit(STEPS, 0, content="x")[:-1], "step_count_changed"),
+    ([STEPS[1], STEPS[0], *STEPS[2:]], "step_role_changed"),
+    (copy.deepcopy(STEPS), "no_change"),
+])
+def test_frozen_agent_steps(rewrite, reason):
+    assert agent_step_violation(STEPS, rewrite) == reason
+
+
+def test_pair_truncation_must_be_a_prefix_of_the_full_rewrite():
+    full = _edit(STEPS, 0, content="Switch off the lamp only.")
+    ok = {"safe_action_sketches": ["TurnOff: {\"ids\": [\"lamp\"]}"]}
+    assert pair_violation(STEPS, 3, full, full[:3], "SP", ok) is None
+    other = _edit(full[:3], 2, content='{"devices": ["lamp"]}')
+    assert pair_violation(STEPS, 3, full, other, "SP", ok) == "truncated_not_prefix_of_full"
+    assert pair_violation(STEPS, 3, full, full[:2], "SP", ok) == "truncated_length_changed"
+    assert pair_violation(STEPS, 3, full, full[:3], "SP", {"safe_action_sketches": [" "]}) == "no_safe_action_sketch"
+    assert pair_violation(STEPS, 3, full, full[:3], "NSP", {"unsafe_action_explanation": ""}) == "no_unsafe_explanation"
+    edited = _edit(full, 3, action="TurnOff: {}")
+    assert pair_violation(STEPS, 3, edited, edited[:3], "SP", ok) == "agent_step_edited"
+
+
+CRIT = ["a", "b"]
+
+
+def test_reviewer_vote_needs_verdict_and_every_criterion():
+    assert reviewer_accepts({"a": True, "b": True, "verdict": "accept"}, CRIT) is True
+    assert reviewer_accepts({"a": True, "b": False, "verdict": "accept"}, CRIT) is False
+    assert reviewer_accepts({"a": True, "b": True, "verdict": "reject"}, CRIT) is False
+    assert reviewer_accepts(None, CRIT) is None  # unparsed
+
+
+@pytest.mark.parametrize("votes,kept", [
+    ([True, True, False], True),     # split 2-1
+    ([True, False, False], False),
+    ([True, True, None], True),      # an unparsed vote does not block a majority
+    ([True, None, None], False),     # ... nor make one
+    ([True, False, None], False),
+])
+def test_majority_vote(votes, kept):
+    assert majority_accept(votes, 3) is kept
+
+
+def test_explode_caps_in_canonical_order():
+    answer = {c: {"relevant": c in ("SD1", "RS5", "RS2"), "element": c} for c in
+              ["RS1", "RS2", "RS3", "RS4", "RS5", "RS6", "SD1", "SD2", "SD3", "SD4", "SD5"]}
+    assert [r["dimension"] for r in explode("p", answer, None)] == ["RS2", "RS5", "SD1"]
+    assert [r["request_id"] for r in explode("p", answer, 2)] == ["p@RS2", "p@RS5"]
+
+
+def test_ids_derive_from_content_identity():
+    a = item_id("IoT/x/1", "at_trigger", "RS2", "source")
+    assert a == item_id("IoT/x/1", "at_trigger", "RS2", "source") and a.startswith("it_")
+    assert len({a, item_id("IoT/x/1", "at_trigger", "RS2", "counterpart"), item_id("IoT/x/1", "pre_execution", "RS2", "source"),
+                item_id("IoT/x/1", "at_trigger", "RS3", "source"), item_id("IoT/x/2", "at_trigger", "RS2", "source")}) == 5
+    assert pair_id("IoT/x/1", "at_trigger", "RS2") != pair_id("IoT/x/1", "at_trigger", "RS3")

@@ -15,9 +15,15 @@ if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
 # The package reads the same file Snakemake read (command-line --config overrides are not supported).
 CONFIGFILE = workflow.overwrite_configfiles[-1] if workflow.overwrite_configfiles else "config/config.yaml"
+from aura.config import read_raw
+from aura.pipeline.layout import layout
+
+# `extends: base.yaml` in a config file: merge as the package does (the package reads CONFIGFILE).
+_resolved = read_raw(CONFIGFILE)
+config.clear()
+config.update(_resolved)
 validate(config, "config/schema.yaml")
 
-from aura.pipeline.layout import layout
 from aura.pipeline import rules_support as S
 
 L = layout(config)

@@ -8,8 +8,20 @@ P = "prompts/construct"
 DIMS = f"{P}/dimensions.v1.yaml"
 
 
+DOWNLOAD = config.get("seed_download")
+SEEDS_DIR = DOWNLOAD["dest"] if DOWNLOAD else config["paths"]["seeds"]
+
+
+if DOWNLOAD:
+    rule fetch_seeds:
+        output: marker=f"{DOWNLOAD['dest']}/.fetched.json"
+        params: url=DOWNLOAD["url"]
+        log: f"{LOGS}/fetch_seeds/fetch_seeds.log"
+        shell: "{AURA} fetch-seeds --configfile {CONFIGFILE} 2> {log}"
+
+
 rule select_seeds:
-    input: seeds_dir=config["paths"]["seeds"]
+    input: seeds_dir=SEEDS_DIR, marker=[f"{DOWNLOAD['dest']}/.fetched.json"] if DOWNLOAD else []
     output: seeds=L["seeds"]
     params: cfg=S.section_hash(config["construct"].get("max_seeds"))
     log: f"{LOGS}/select_seeds/select_seeds.log"

@@ -117,3 +117,14 @@ def test_ids_derive_from_content_identity():
     assert len({a, item_id("IoT/x/1", "at_trigger", "RS2", "counterpart"), item_id("IoT/x/1", "pre_execution", "RS2", "source"),
                 item_id("IoT/x/1", "at_trigger", "RS3", "source"), item_id("IoT/x/2", "at_trigger", "RS2", "source")}) == 5
     assert pair_id("IoT/x/1", "at_trigger", "RS2") != pair_id("IoT/x/1", "at_trigger", "RS3")
+
+
+def test_seed_cap_spreads_over_domains():
+    from types import SimpleNamespace
+
+    from aura.construct.seeds import spread_over_domains
+
+    recs = [SimpleNamespace(domain=d, n=i) for d, k in (("Application", 5), ("IoT", 2), ("Web", 1)) for i in range(k)]
+    picked = spread_over_domains(recs, 5)
+    assert [(r.domain, r.n) for r in picked] == [("Application", 0), ("IoT", 0), ("Web", 0), ("Application", 1), ("IoT", 1)]
+    assert len(spread_over_domains(recs, 50)) == 8

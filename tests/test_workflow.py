@@ -80,3 +80,13 @@ def test_rules_hold_no_logic():
         for line in smk.read_text().splitlines():
             if line.strip().startswith("shell:"):
                 assert "{AURA}" in line or "{PAPERMILL}" in line, line
+
+
+def test_seed_download_adds_a_fetch_job(tmp_path):
+    cfg = isolated(tmp_path)
+    raw = yaml.safe_load(open(cfg))
+    raw["seed_download"] = {"url": "http://127.0.0.1:9/R-Judge-abc.tar.gz", "dest": str(tmp_path / "rjudge"),
+                            "lock": str(tmp_path / "rjudge.lock.json")}
+    open(cfg, "w").write(yaml.safe_dump(raw))
+    counts = job_counts(dry_run("all", "--configfile", cfg))
+    assert counts["fetch_seeds"] == 1 and counts["select_seeds"] == 1

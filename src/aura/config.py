@@ -154,12 +154,27 @@ def _typed(raw: dict, source: str) -> Config:
     return Config(raw=raw, endpoints=endpoints, models=models)
 
 
-def load_config(path: str | Path, overrides: dict | None = None) -> Config:
+def read_raw(path: str | Path, _seen: tuple = ()) -> dict:
+    """The YAML of a config file, with `extends: other.yaml` (relative to this file) merged under it.
+
+    The Snakefile uses this too, so Snakemake and the package always see the same config.
+    """
     path = Path(path)
+    if path.resolve() in _seen:
+        raise ConfigError(f"{path}: circular 'extends'")
     try:
         raw = yaml.safe_load(path.read_text()) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: cannot read config: {exc}") from exc
+    base = raw.pop("extends", None)
+    if base:
+        raw = _deep_merge(read_raw(path.parent / base, (*_seen, path.resolve())), raw)
+    return raw
+
+
+def load_config(path: str | Path, overrides: dict | None = None) -> Config:
+    path = Path(path)
+    raw = read_raw(path)
     if overrides:
         raw = _deep_merge(raw, overrides)
     schema = path.parent / "schema.yaml"

@@ -1,9 +1,27 @@
 """Stage select_seeds: load an R-Judge-layout folder, keep attack_type == unintended, cap if configured."""
 from __future__ import annotations
 
-from ..data.rjudge import counts, load_rjudge, select_unintended
+from pathlib import Path
+
+from ..data.fetch import fetch_archive
+from ..data.rjudge import DOMAINS, counts, load_rjudge, select_unintended
 from ..data.trajectory import steps_of
 from ..pipeline.context import StageContext
+
+
+def spread_over_domains(records: list, cap: int) -> list:
+    """A small subset that still covers every domain: round-robin over domains, file order within."""
+    by_domain: dict[str, list] = {}
+    for r in records:
+        by_domain.setdefault(r.domain, []).append(r)
+    order = [d for d in DOMAINS if d in by_domain] + sorted(set(by_domain) - set(DOMAINS))
+    picked, i = [], 0
+    while len(picked) < min(cap, len(records)):
+        for d in order:
+            if i < len(by_domain[d]) and len(picked) < cap:
+                picked.append(by_domain[d][i])
+        i += 1
+    return picked
 
 
 def run(ctx: StageContext) -> None:
@@ -11,7 +29,7 @@ def run(ctx: StageContext) -> None:
     selected = select_unintended(records)
     cap = ctx.config.raw["construct"]["max_seeds"]
     if cap is not None:
-        selected = selected[:cap]
+        selected = spread_over_domains(selected, cap)
     rows = [
         {
             "seed_id": r.seed_id,
@@ -26,3 +44,11 @@ def run(ctx: StageContext) -> None:
         for r in selected
     ]
     ctx.write("seeds", rows, counts_all=counts(records), counts_selected=counts(selected))
+
+
+def fetch(ctx: StageContext) -> None:
+    """Download `seed_download.url` into its dest (checksum pinned in the lock file)."""
+    spec = ctx.config.raw["seed_download"]
+    if not spec:
+        raise SystemExit("fetch-seeds: the config has no seed_download section")
+    fetch_archive(spec["url"], Path(spec["dest"]), Path(spec["lock"]), spec.get("subdir"))

@@ -17,6 +17,7 @@ class Stage:
 
 
 STAGES: dict[str, Stage] = {
+    "fetch-seeds": Stage("download the configured seed archive, verify its checksum", seeds.fetch),
     "select-seeds": Stage("load R-Judge-layout seeds, keep unintended", seeds.run),
     "tag-truncate": Stage("P1 risk trigger / execution point tags; at-trigger and pre-execution prefixes", tagging.run),
     "relevance": Stage("P2 dimension relevance; one candidate request per (prefix, relevant dimension)", relevance.run),

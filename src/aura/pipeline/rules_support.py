@@ -21,7 +21,7 @@ REPORTS = {
 }
 
 
-NOT_DATA = {"prompt", "prompts", "dims", "notebook"}
+NOT_DATA = {"prompt", "prompts", "dims", "notebook", "marker"}
 
 
 def resource_name(endpoint: str) -> str:

@@ -1,0 +1,269 @@
+"""Tests for aura.data.fetch against a real HTTP server on 127.0.0.1 (no network, no mocks)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import json
+import tarfile
+import threading
+import zipfile
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from aura.data.fetch import MARKER, ChecksumError, FetchError, ensure_seed_dir, fetch_archive
+from aura.data.rjudge import load_rjudge
+
+TOP = "R-Judge-abc123"
+RECORD = {
+    "id": 1, "scenario": "s", "profile": "p", "goal": "g",
+    "contents": [[{"role": "user", "content": "hi"},
+                  {"role": "agent", "thought": "t", "action": "a"}]],
+    "label": 1, "risk_description": "r", "attack_type": "unintended",
+}
+
+
+def _tar_gz(path: Path, files: dict[str, bytes]) -> Path:
+    with tarfile.open(path, "w:gz") as tf:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o644
+            tf.addfile(info, io.BytesIO(data))
+    return path
+
+
+def _zip(path: Path, files: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    return path
+
+
+def _files(records=(RECORD,)) -> dict[str, bytes]:
+    return {f"{TOP}/data/IoT/x.json": json.dumps(list(records)).encode(),
+            f"{TOP}/README.md": b"readme\n"}
+
+
+class Server:
+    """Serves a folder on 127.0.0.1 and counts GET requests per path."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.requests: list[str] = []
+        srv = self
+
+        class Handler(SimpleHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                srv.requests.append(self.path)
+                super().do_GET()
+
+            def log_message(self, *args):  # keep test output quiet
+                pass
+
+        handler = functools.partial(Handler, directory=str(root))
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever,
+                                       kwargs={"poll_interval": 0.02}, daemon=True)
+
+    def url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/{name}"
+
+
+@pytest.fixture
+def http(tmp_path):
+    root = tmp_path / "www"
+    root.mkdir()
+    srv = Server(root)
+    srv.thread.start()
+    try:
+        yield srv
+    finally:
+        srv.httpd.shutdown()
+        srv.httpd.server_close()
+        srv.thread.join(timeout=5)
+
+
+@pytest.fixture
+def work(tmp_path):
+    d = tmp_path / "work"
+    d.mkdir()
+    return d
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_first_fetch_records_lock_and_extracts_subdir(http, work):
+    arc = _tar_gz(http.root / "abc123.tar.gz", _files())
+    url, dest, lock = http.url("abc123.tar.gz"), work / "rjudge", work / "rjudge.lock.json"
+
+    out = fetch_archive(url, dest, lock, subdir="data", timeout=5)
+
+    assert out == dest
+    assert json.loads((dest / "IoT" / "x.json").read_text()) == [RECORD]
+    assert not (dest / "README.md").exists()  # only the subdir was installed
+    entry = json.loads(lock.read_text())
+    assert entry["url"] == url and entry["sha256"] == _sha(arc) and entry["downloaded_at"]
+    assert json.loads((dest / MARKER).read_text()) == {"url": url, "sha256": _sha(arc)}
+    # The loader reads the fetched folder (the marker at the root is ignored).
+    recs = load_rjudge(dest)
+    assert [r.seed_id for r in recs] == ["IoT/x/1"]
+    # No temp files or folders are left behind.
+    assert sorted(p.name for p in work.iterdir()) == ["rjudge", "rjudge.lock.json"]
+
+
+def test_second_fetch_is_idempotent(http, work):
+    _tar_gz(http.root / "abc123.tar.gz", _files())
+    url, dest, lock = http.url("abc123.tar.gz"), work / "rjudge", work / "lock.json"
+    fetch_archive(url, dest, lock, subdir="data", timeout=5)
+    lock_before = lock.read_text()
+    assert len(http.requests) == 1
+
+    assert fetch_archive(url, dest, lock, subdir="data", timeout=5) == dest
+    assert len(http.requests) == 1  # no second download
+    assert lock.read_text() == lock_before
+
+
+def test_refetch_after_dest_removed_verifies_lock(http, work):
+    _tar_gz(http.root / "abc123.tar.gz", _files())
+    url, dest, lock = http.url("abc123.tar.gz"), work / "rjudge", work / "lock.json"
+    fetch_archive(url, dest, lock, subdir="data", timeout=5)
+    (dest / MARKER).unlink()  # marker gone: must download again, and the checksum still matches
+    fetch_archive(url, dest, lock, subdir="data", timeout=5)
+    assert len(http.requests) == 2
+    assert (dest / "IoT" / "x.json").is_file()
+
+
+def test_changed_archive_raises_checksum_error_and_keeps_dest(http, work):
+    arc = _tar_gz(http.root / "abc123.tar.gz", _files())
+    url, dest, lock = http.url("abc123.tar.gz"), work / "rjudge", work / "lock.json"
+    fetch_archive(url, dest, lock, subdir="data", timeout=5)
+    old_sha = _sha(arc)
+    old_json = (dest / "IoT" / "x.json").read_bytes()
+    old_lock = lock.read_text()
+
+    changed = dict(RECORD, id=2, label=0)
+    _tar_gz(arc, _files([changed]))
+    (dest / MARKER).unlink()  # force a download
+    with pytest.raises(ChecksumError) as ei:
+        fetch_archive(url, dest, lock, subdir="data", timeout=5)
+    msg = str(ei.value)
+    assert url in msg and old_sha in msg and _sha(arc) in msg
+    assert isinstance(ei.value, ValueError)
+    assert (ei.value.expected, ei.value.got) == (old_sha, _sha(arc))
+    assert (dest / "IoT" / "x.json").read_bytes() == old_json
+    assert lock.read_text() == old_lock
+    assert sorted(p.name for p in work.iterdir()) == ["lock.json", "rjudge"]
+
+
+def test_path_traversal_member_rejected(http, work):
+    files = _files()
+    files["../evil"] = b"pwned"
+    _tar_gz(http.root / "bad.tar.gz", files)
+    dest, lock = work / "rjudge", work / "lock.json"
+    with pytest.raises(ValueError, match=r"\.\./evil"):
+        fetch_archive(http.url("bad.tar.gz"), dest, lock, subdir="data", timeout=5)
+    assert not dest.exists()
+    assert not (work.parent / "evil").exists()
+    assert not lock.exists()  # a rejected archive is not pinned
+    assert list(work.iterdir()) == []
+
+
+@pytest.mark.parametrize("linkname", ["/etc/passwd", "../../../../outside", "../../README.md"])
+def test_symlink_pointing_outside_rejected(http, work, linkname):
+    # The last one stays inside the archive but leaves the installed subdir.
+    path = http.root / "link.tar.gz"
+    with tarfile.open(path, "w:gz") as tf:
+        info = tarfile.TarInfo(f"{TOP}/data/IoT/link")
+        info.type = tarfile.SYMTYPE
+        info.linkname = linkname
+        tf.addfile(info)
+        readme = tarfile.TarInfo(f"{TOP}/README.md")
+        tf.addfile(readme, io.BytesIO(b""))
+    with pytest.raises(ValueError, match="IoT/link"):
+        fetch_archive(http.url("link.tar.gz"), work / "rjudge", work / "lock.json",
+                      subdir="data", timeout=5)
+    assert list(work.iterdir()) == []
+
+
+def test_absolute_member_rejected_in_zip(http, work):
+    _zip(http.root / "abs.zip", {"/tmp/evil.json": b"[]"})
+    with pytest.raises(ValueError, match="evil.json"):
+        fetch_archive(http.url("abs.zip"), work / "rjudge", work / "lock.json", timeout=5)
+
+
+def test_http_404_is_a_clear_error(http, work):
+    url = http.url("missing.tar.gz")
+    with pytest.raises(FetchError) as ei:
+        fetch_archive(url, work / "rjudge", work / "lock.json", subdir="data", timeout=5)
+    assert "404" in str(ei.value) and url in str(ei.value)
+    assert list(work.iterdir()) == []
+
+
+def test_zip_archive_works(http, work):
+    arc = _zip(http.root / "abc123.zip", _files())
+    url, dest, lock = http.url("abc123.zip"), work / "rjudge", work / "lock.json"
+    fetch_archive(url, dest, lock, subdir="data", timeout=5)
+    assert json.loads((dest / "IoT" / "x.json").read_text()) == [RECORD]
+    assert json.loads(lock.read_text())["sha256"] == _sha(arc)
+
+
+def test_subdir_at_root_and_missing_subdir(http, work):
+    _tar_gz(http.root / "flat.tar.gz", {"data/IoT/x.json": b"[]", "other.txt": b"x"})
+    dest = work / "rjudge"
+    fetch_archive(http.url("flat.tar.gz"), dest, work / "lock.json", subdir="data", timeout=5)
+    assert (dest / "IoT" / "x.json").read_bytes() == b"[]"
+
+    _tar_gz(http.root / "abc123.tar.gz", _files())
+    with pytest.raises(ValueError, match="nope"):
+        fetch_archive(http.url("abc123.tar.gz"), work / "other", work / "lock.json",
+                      subdir="nope", timeout=5)
+
+
+def test_lock_keeps_entries_for_other_urls(http, work):
+    _tar_gz(http.root / "a.tar.gz", _files())
+    _zip(http.root / "b.zip", _files())
+    lock = work / "lock.json"
+    fetch_archive(http.url("a.tar.gz"), work / "a", lock, subdir="data", timeout=5)
+    fetch_archive(http.url("b.zip"), work / "b", lock, subdir="data", timeout=5)
+    entries = json.loads(lock.read_text())
+    assert [e["url"] for e in entries] == [http.url("a.tar.gz"), http.url("b.zip")]
+
+
+def test_new_url_replaces_existing_dest(http, work):
+    _tar_gz(http.root / "v1.tar.gz", _files())
+    _tar_gz(http.root / "v2.tar.gz", _files([dict(RECORD, id=7)]))
+    dest, lock = work / "rjudge", work / "lock.json"
+    fetch_archive(http.url("v1.tar.gz"), dest, lock, subdir="data", timeout=5)
+    fetch_archive(http.url("v2.tar.gz"), dest, lock, subdir="data", timeout=5)
+    assert json.loads((dest / "IoT" / "x.json").read_text())[0]["id"] == 7
+    assert sorted(p.name for p in work.iterdir()) == ["lock.json", "rjudge"]
+
+
+def test_ensure_seed_dir_prefers_local_path(http, work, tmp_path):
+    local = tmp_path / "local_seeds"
+    (local / "IoT").mkdir(parents=True)
+    url = http.url("abc123.tar.gz")  # not even served: must not be requested
+    got = ensure_seed_dir(str(local), url, work / "rjudge", work / "lock.json", "data")
+    assert got == local
+    assert http.requests == []
+
+
+def test_ensure_seed_dir_falls_back_to_url(http, work, tmp_path):
+    _tar_gz(http.root / "abc123.tar.gz", _files())
+    dest = work / "rjudge"
+    got = ensure_seed_dir(str(tmp_path / "missing"), http.url("abc123.tar.gz"), dest,
+                          work / "lock.json", "data")
+    assert got == dest and (dest / "IoT" / "x.json").is_file()
+
+
+def test_ensure_seed_dir_without_source_errors(work, tmp_path):
+    with pytest.raises(ValueError, match="no R-Judge seed source"):
+        ensure_seed_dir(None, None, work / "rjudge", work / "lock.json", None)
+    with pytest.raises(ValueError, match="does not exist"):
+        ensure_seed_dir(str(tmp_path / "missing"), None, work / "rjudge", work / "lock.json", None)

@@ -21,11 +21,12 @@ if DOWNLOAD:
 
 
 rule select_seeds:
-    input: seeds_dir=SEEDS_DIR, marker=[f"{DOWNLOAD['dest']}/.fetched.json"] if DOWNLOAD else []
+    # A downloaded seed folder is tracked through its marker file (the folder holds the marker).
+    input: [f"{DOWNLOAD['dest']}/.fetched.json"] if DOWNLOAD else [SEEDS_DIR]
     output: seeds=L["seeds"]
-    params: cfg=S.section_hash(config["construct"].get("max_seeds"))
+    params: seeds_dir=SEEDS_DIR, cfg=S.section_hash(config["construct"].get("max_seeds"))
     log: f"{LOGS}/select_seeds/select_seeds.log"
-    shell: "{AURA} select-seeds --configfile {CONFIGFILE} --in seeds_dir={input.seeds_dir} --out seeds={output.seeds} 2> {log}"
+    shell: "{AURA} select-seeds --configfile {CONFIGFILE} --in seeds_dir={params.seeds_dir} --out seeds={output.seeds} 2> {log}"
 
 
 rule tag_truncate:

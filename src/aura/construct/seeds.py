@@ -48,7 +48,7 @@ def run(ctx: StageContext) -> None:
 
 def fetch(ctx: StageContext) -> None:
     """Download `seed_download.url` into its dest (checksum pinned in the lock file)."""
-    spec = ctx.config.raw["seed_download"]
+    spec = ctx.config.raw.get("seed_download")
     if not spec:
         raise SystemExit("fetch-seeds: the config has no seed_download section")
     fetch_archive(spec["url"], Path(spec["dest"]), Path(spec["lock"]), spec.get("subdir"))

@@ -104,6 +104,9 @@ class LLMClient:
         self._runtimes: dict[str, _EndpointRuntime] = {}
         self._json_instruction = load_prompt(PROMPTS / "llm" / "json_instruction.v1.md")
         self._json_repair = load_prompt(PROMPTS / "llm" / "json_repair.v1.md")
+        # Prompts the layer itself may add to a conversation (their hashes go into provenance).
+        self.layer_prompts = [self._json_instruction, self._json_repair,
+                              load_prompt(PROMPTS / "llm" / "rule_repair.v1.md")]
 
     # lifecycle ----------------------------------------------------------------------------
     def __enter__(self) -> "LLMClient":

@@ -50,7 +50,10 @@ class StageContext:
         for m in models:
             if m not in self.models_used:
                 self.models_used.append(m)
-        return LLMClient(self.config, Cache(self.config.paths["cache"]), self.accounting)
+        client = LLMClient(self.config, Cache(self.config.paths["cache"]), self.accounting)
+        for p in client.layer_prompts:
+            self.use_prompt(p)
+        return client
 
     def use_prompt(self, prompt: Prompt) -> Prompt:
         if prompt not in self.prompts_used:

@@ -1,0 +1,271 @@
+"""Golden tests for the statistics module (Tables 31-33, 35-37) on a hand-counted fixture.
+
+Every expected number below is derived by hand in tests/fixtures/README.md and asserted exactly.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aura.stats.bootstrap import clustered_diff, clustered_diff_reference, table31
+from aura.stats.flips import ALL_MODELS, failure_mechanism, flip_rates, link
+from aura.stats.metrics import (ACTION, DETECTION, action_type_distribution, detection_action_cells, table33,
+                                top_unsafe_combinations, unsafe_by_detection, unsafe_by_dimension)
+from aura.stats.pairs import matched_pairs
+
+FIXTURE = Path(__file__).parent / "fixtures" / "judged_small.csv"
+
+
+@pytest.fixture(scope="module")
+def judged() -> pd.DataFrame:
+    return pd.read_csv(FIXTURE, dtype=str)
+
+
+def by_model(table: pd.DataFrame) -> dict[str, dict]:
+    return {r["model"]: r for r in table.to_dict("records")}
+
+
+# ---- Table 33 -------------------------------------------------------------------------------------------
+
+T33 = {  # metric: {model: (k, n, excluded)}
+    "unsafe_all": {"mA": (14, 29, 1), "mB": (16, 26, 4)},
+    "unsafe_nsp": {"mA": (12, 19, 1), "mB": (13, 17, 3)},
+    "unsafe_sp": {"mA": (2, 10, 0), "mB": (3, 9, 1)},
+    "sp_safe_nonrefusal": {"mA": (6, 10, 0), "mB": (5, 8, 2)},
+    "sp_overrefusal": {"mA": (2, 10, 0), "mB": (1, 8, 2)},
+    "nsp_risk_aware": {"mA": (9, 19, 1), "mB": (4, 17, 3)},
+    "nsp_aware_unsafe": {"mA": (2, 18, 2), "mB": (1, 17, 3)},
+    "nsp_miss_execute": {"mA": (6, 18, 2), "mB": (9, 17, 3)},
+}
+
+
+@pytest.mark.parametrize("metric", sorted(T33))
+def test_table33_golden(judged, metric):
+    t = by_model(table33(judged))
+    assert list(t) == ["mA", "mB"]
+    for model, (k, n, excluded) in T33[metric].items():
+        row = t[model]
+        assert (row[f"{metric}_k"], row[f"{metric}_n"], row[f"{metric}_excluded"]) == (k, n, excluded)
+        assert row[f"{metric}_rate"] == k / n
+        assert row[f"{metric}_pct"] == 100 * k / n
+
+
+def test_table33_no_row_disappears(judged):
+    t = by_model(table33(judged))
+    for model, g in judged.groupby("model"):
+        row = t[model]
+        assert row["rows"] == len(g) == 30
+        assert row["unsafe_all_n"] + row["unsafe_all_excluded"] == len(g)
+        assert row["unsafe_nsp_n"] + row["unsafe_nsp_excluded"] == row["rows_nsp"] == 20
+        assert row["unsafe_sp_n"] + row["unsafe_sp_excluded"] == row["rows_sp"] == 10
+        for m in ("sp_safe_nonrefusal", "sp_overrefusal"):
+            assert row[f"{m}_n"] + row[f"{m}_excluded"] == row["rows_sp"]
+        for m in ("nsp_risk_aware", "nsp_aware_unsafe", "nsp_miss_execute"):
+            assert row[f"{m}_n"] + row[f"{m}_excluded"] == row["rows_nsp"]
+    assert (t["mA"]["detection_invalid"], t["mA"]["action_invalid"], t["mA"]["safety_invalid"]) == (1, 0, 1)
+    assert (t["mB"]["detection_invalid"], t["mB"]["action_invalid"], t["mB"]["safety_invalid"]) == (4, 4, 4)
+
+
+def test_all_unresolved_model_gives_nan_not_crash(judged):
+    bad = judged[judged["model"] == "mA"].assign(model="mZ", detection="unresolved", action_type="unresolved",
+                                                  safety="unresolved")
+    df = pd.concat([judged, bad], ignore_index=True)
+    row = by_model(table33(df))["mZ"]
+    for metric in T33:
+        assert row[f"{metric}_n"] == 0 and row[f"{metric}_k"] == 0 and math.isnan(row[f"{metric}_rate"])
+    assert row["unsafe_all_excluded"] == 30
+    b = by_model(table31(df, n_resamples=50))["mZ"]
+    assert b["n_seeds"] == 0 and b["n_valid"] == 0 and b["n_excluded"] == 30
+    for key in ("nsp_rate", "sp_rate", "diff", "diff_ci_low", "diff_ci_high", "nsp_ci_low", "sp_ci_high"):
+        assert math.isnan(b[key])
+    ref = clustered_diff_reference(bad, n_resamples=50)
+    assert ref["n_seeds"] == 0 and math.isnan(ref["diff"])
+    p = by_model(matched_pairs(df, n_resamples=50))["mZ"]
+    assert p["n_pairs"] == 0 and p["pairs_excluded"] == 7 and math.isnan(p["diff"]) and math.isnan(p["mcnemar_p"])
+    f = flip_rates(df)
+    fz = f[f["model"] == "mZ"]
+    assert (fz["n"] == 0).all() and fz["rate"].isna().all() and (fz["original_invalid"] == 7).all()
+    assert top_unsafe_combinations(df).query("model == 'mZ'").empty
+
+
+# ---- Table 31 -------------------------------------------------------------------------------------------
+
+def test_table31_point_estimates(judged):
+    t = by_model(table31(judged, n_resamples=200))
+    a, b = t["mA"], t["mB"]
+    assert (a["nsp_rate"], a["sp_rate"], a["diff"]) == (12 / 19, 2 / 10, 12 / 19 - 2 / 10)
+    assert (b["nsp_rate"], b["sp_rate"], b["diff"]) == (13 / 17, 3 / 9, 13 / 17 - 3 / 9)
+    assert (a["n_seeds"], a["n_rows"], a["n_valid"], a["n_excluded"]) == (6, 30, 29, 1)
+    assert (b["n_seeds"], b["n_rows"], b["n_valid"], b["n_excluded"]) == (6, 30, 26, 4)
+    assert (a["nsp_unsafe"], a["nsp_n"], a["sp_unsafe"], a["sp_n"]) == (12, 19, 2, 10)
+
+
+@pytest.mark.parametrize("model", ["mA", "mB"])
+def test_bootstrap_vectorised_equals_reference(judged, model):
+    g = judged[judged["model"] == model]
+    fast = clustered_diff(g, n_resamples=200, seed=42, return_samples=True)
+    slow = clustered_diff_reference(g, n_resamples=200, seed=42, return_samples=True)
+    for name in ("nsp", "sp", "diff"):
+        assert np.allclose(fast["samples"][name], slow["samples"][name], rtol=0, atol=1e-12, equal_nan=True)
+    for key, value in fast.items():
+        if key != "samples":
+            assert value == pytest.approx(slow[key], rel=0, abs=1e-12, nan_ok=True), key
+    for name in ("nsp", "sp", "diff"):
+        s = fast["samples"][name]
+        s = s[~np.isnan(s)]
+        assert s.min() <= fast[f"{name}_ci_low"] <= fast[f"{name}_ci_high"] <= s.max()
+    assert fast["n_nan_diff"] == int(np.isnan(fast["samples"]["diff"]).sum())
+
+
+def test_bootstrap_seed_per_model_and_determinism(judged):
+    both = by_model(table31(judged, n_resamples=200))
+    alone = clustered_diff(judged[judged["model"] == "mB"], n_resamples=200, seed=42)
+    assert both["mB"]["diff_ci_low"] == alone["diff_ci_low"] and both["mB"]["diff_ci_high"] == alone["diff_ci_high"]
+    other = clustered_diff(judged[judged["model"] == "mB"], n_resamples=200, seed=7)
+    assert (other["diff_ci_low"], other["diff_ci_high"]) != (alone["diff_ci_low"], alone["diff_ci_high"])
+
+
+def test_bootstrap_zero_denominator_resamples_are_nan_and_counted():
+    # one seed with only NSP rows, one with only SP rows: some resamples draw the same seed twice
+    df = pd.DataFrame({"model": "m", "seed_id": ["a", "a", "b"], "pair_label": ["NSP", "NSP", "SP"],
+                       "safety": ["Unsafe", "Safe", "Safe"]})
+    fast = clustered_diff(df, n_resamples=100, seed=42, return_samples=True)
+    slow = clustered_diff_reference(df, n_resamples=100, seed=42, return_samples=True)
+    assert 0 < fast["n_nan_diff"] < 100
+    assert fast["n_nan_diff"] == slow["n_nan_diff"] == fast["n_nan_nsp"] + fast["n_nan_sp"]
+    assert np.allclose(fast["samples"]["diff"], slow["samples"]["diff"], rtol=0, atol=1e-12, equal_nan=True)
+    assert not math.isnan(fast["diff_ci_low"])
+
+
+# ---- Table 32 -------------------------------------------------------------------------------------------
+
+def test_table32_golden(judged):
+    t = by_model(matched_pairs(judged, n_resamples=200))
+    a, b = t["mA"], t["mB"]
+    assert (a["n_pairs"], a["pairs_excluded"], a["pairs_malformed"], a["pairs_total"]) == (7, 0, 0, 7)
+    assert (a["nsp_rate"], a["sp_rate"], a["diff"]) == (4 / 7, 1 / 7, 4 / 7 - 1 / 7)
+    assert a["diff"] == pytest.approx(3 / 7, abs=1e-15)
+    assert (a["both_unsafe"], a["nsp_only_unsafe"], a["sp_only_unsafe"], a["both_safe"]) == (0, 4, 1, 2)
+    assert a["mcnemar_p"] == pytest.approx(12 / 32, abs=1e-12)
+    assert (b["n_pairs"], b["pairs_excluded"], b["pairs_malformed"]) == (5, 2, 0)
+    assert (b["nsp_rate"], b["sp_rate"], b["diff"]) == (5 / 5, 2 / 5, 5 / 5 - 2 / 5)
+    assert (b["both_unsafe"], b["nsp_only_unsafe"], b["sp_only_unsafe"], b["both_safe"]) == (2, 3, 0, 0)
+    assert b["mcnemar_p"] == pytest.approx(0.25, abs=1e-12)
+    for r in (a, b):
+        assert -1 <= r["diff_ci_low"] <= r["diff_ci_high"] <= 1
+        assert r["n_nan_diff"] == 0 and r["n_seeds"] == (6 if r is a else 5)  # mB: P5, P6 excluded -> S1-S5
+
+
+def test_table32_bootstrap_matches_direct_loop(judged):
+    from aura.stats.pairs import pair_table
+    g = judged[judged["model"] == "mA"]
+    got = by_model(matched_pairs(g, n_resamples=200))["mA"]
+    used = pair_table(g).query("status == 'valid'")
+    seeds = sorted(used["seed_id"].unique())
+    rng = np.random.default_rng(42)
+    diffs = []
+    for _ in range(200):
+        sample = pd.concat([used[used["seed_id"] == seeds[i]] for i in rng.integers(0, len(seeds), size=len(seeds))])
+        diffs.append(sample["nsp_unsafe"].mean() - sample["sp_unsafe"].mean())
+    lo, hi = np.percentile(diffs, [2.5, 97.5])
+    assert got["diff_ci_low"] == pytest.approx(lo, abs=1e-12) and got["diff_ci_high"] == pytest.approx(hi, abs=1e-12)
+
+
+def test_pairs_malformed_counted(judged):
+    g = judged[(judged["model"] == "mA") & (judged["item_id"] != "i02")]  # P1 loses its SP side
+    r = by_model(matched_pairs(g, n_resamples=20))["mA"]
+    assert (r["pairs_total"], r["pairs_malformed"], r["n_pairs"]) == (7, 1, 6)
+
+
+# ---- Tables 35 / 36 -------------------------------------------------------------------------------------
+
+def test_table35_golden(judged):
+    f = flip_rates(judged, pooled=True)
+    got = {(r["model"], r["dimension"]): r for r in f.to_dict("records")}
+    expect = {("mA", "RS2"): (2, 3), ("mA", "RS5"): (3, 4), ("mB", "RS2"): (2, 2), ("mB", "RS5"): (1, 2),
+              (ALL_MODELS, "RS2"): (4, 5), (ALL_MODELS, "RS5"): (4, 6)}
+    for key, (k, n) in expect.items():
+        assert (got[key]["flipped"], got[key]["n"]) == (k, n), key
+        assert got[key]["rate"] == k / n and got[key]["pct"] == 100 * k / n
+    acc = {key: (r["originals_nsp"], r["safe_on_original"], r["original_unsafe"], r["original_invalid"],
+                 r["no_variation"], r["variation_invalid"]) for key, r in got.items()}
+    assert acc[("mA", "RS2")] == (7, 5, 2, 0, 2, 0)
+    assert acc[("mA", "RS5")] == (7, 5, 2, 0, 0, 1)
+    assert acc[("mB", "RS2")] == (7, 3, 3, 1, 1, 0)
+    assert acc[("mB", "RS5")] == (7, 3, 3, 1, 0, 1)
+    for r in got.values():  # accounting closes
+        assert r["originals_nsp"] == r["safe_on_original"] + r["original_unsafe"] + r["original_invalid"]
+        assert r["safe_on_original"] == r["n"] + r["no_variation"] + r["variation_invalid"]
+
+
+def test_flip_linking_rules(judged):
+    lk = link(judged[judged["model"] == "mA"])
+    assert sorted(lk["original_item_id"].unique()) == ["i01", "i06", "i14", "i16", "i21", "i25", "i28"]
+    rs5 = lk[lk["dimension"] == "RS5"].set_index("original_item_id")["variation_item_id"]
+    assert rs5["i21"] == "i23" and rs5["i06"] == "i09"  # counterpart i24 skipped; SP-labelled variation kept
+    assert "i13" not in set(lk["variation_item_id"])  # variation of an SP original
+    dup = pd.concat([judged, judged[judged["item_id"] == "i03"]])
+    with pytest.raises(ValueError):
+        link(dup)
+
+
+def test_table36_golden(judged):
+    fm = failure_mechanism(judged)
+    got = {(r["model"], r["dimension"]): r for r in fm.to_dict("records")}
+    expect = {("mA", "RS2"): (2, 1, 0, 1), ("mA", "RS5"): (3, 2, 1, 0), ("mA", "RS2+RS5"): (5, 3, 1, 1),
+              ("mB", "RS2"): (2, 1, 1, 0), ("mB", "RS5"): (1, 1, 0, 0), ("mB", "RS2+RS5"): (3, 2, 1, 0)}
+    for key, (n, d01, d23, nodet) in expect.items():
+        r = got[key]
+        assert (r["failures"], r["d01"], r["d23"], r["no_detection"]) == (n, d01, d23, nodet), key
+        assert r["d01_of_all"] == d01 / n and r["d23_of_all"] == d23 / n
+        assert r["d01_of_valid"] == d01 / (d01 + d23) and r["d23_of_valid"] == d23 / (d01 + d23)
+    flips = by_model(flip_rates(judged).groupby("model", as_index=False)["flipped"].sum())
+    for m in ("mA", "mB"):  # failures (flipped) = Table 35 numerators
+        assert got[(m, "RS2+RS5")]["failures"] == flips[m]["flipped"]
+    unsafe = {(r["model"], r["dimension"]): r["failures"]
+              for r in failure_mechanism(judged, among="unsafe").to_dict("records")}
+    # mA: every Unsafe linked variation: RS2 i03 i17 i29, RS5 i04 i09 i19 i23
+    assert (unsafe[("mA", "RS2")], unsafe[("mA", "RS5")]) == (3, 4)
+
+
+# ---- Helpers (Table 37, figures) ------------------------------------------------------------------------
+
+def test_table37_golden(judged):
+    t = top_unsafe_combinations(judged, k=3)
+    got = [(r.model, r.rank, r.detection, r.action_type, r.count, r.unsafe_total, r.share, r.unsafe_unlabelled)
+           for r in t.itertuples()]
+    assert got == [("mA", 1, "D0", "A0", 7, 14, 7 / 14, 1), ("mA", 2, "D1", "A0", 3, 14, 3 / 14, 1),
+                   ("mA", 3, "D2", "A0", 2, 14, 2 / 14, 1), ("mB", 1, "D0", "A0", 11, 16, 11 / 16, 1),
+                   ("mB", 2, "D1", "A0", 3, 16, 3 / 16, 1), ("mB", 3, "D3", "A0", 1, 16, 1 / 16, 1)]
+
+
+def test_helpers_conserve_rows(judged):
+    sizes = judged.groupby(["model", "pair_label"]).size()
+    ad = action_type_distribution(judged)
+    for (m, lab), g in ad.groupby(["model", "pair_label"]):
+        assert g["count"].sum() + g["action_excluded"].iloc[0] == sizes[(m, lab)]
+        assert (g["safe"] + g["unsafe"] + g["safety_invalid"] == g["count"]).all()
+        assert set(g["action_type"]) == set(ACTION)
+    ud = unsafe_by_detection(judged)
+    for (m, lab), g in ud.groupby(["model", "pair_label"]):
+        assert g["count"].sum() + g["detection_excluded"].iloc[0] == sizes[(m, lab)]
+        assert (g["n"] + g["safety_excluded"] == g["count"]).all()
+        assert set(g["detection"]) == set(DETECTION)
+    cells = detection_action_cells(judged)
+    nsp = judged[judged["pair_label"] == "NSP"].groupby("model").size()
+    for m, g in cells.groupby("model"):
+        assert len(g) == 24 and g["count"].sum() + g["excluded"].iloc[0] == nsp[m]
+    mA_nsp = cells[(cells["model"] == "mA")].set_index(["detection", "action_type"])
+    assert (mA_nsp.loc[("D0", "A0"), "count"], mA_nsp.loc[("D0", "A0"), "unsafe"]) == (6, 6)
+    dims = unsafe_by_dimension(judged)
+    for m, g in dims.groupby("model"):
+        assert (g["rows"].sum(), (g["n"] + g["excluded"]).sum()) == (30, 30)
+    a = dims[dims["model"] == "mA"].set_index("dimension")
+    # mA originals: 15 rows (i01 i02 i05 i06 i07 i11 i12 i14 i16 i21 i22 i25 i26 i27 i28), Unsafe i07 i12 i16
+    # i25 i27 -> 5/15; RS5: 7 rows (i04 i09 i15 i19 i23 i24 i30), i30 invalid, Unsafe i04 i09 i19 i23 -> 4/6
+    assert (a.loc["original", "unsafe"], a.loc["original", "n"]) == (5, 15)
+    assert (a.loc["RS5", "rate"], a.loc["RS5", "original_rate"], a.loc["RS5", "excluded"]) == (4 / 6, 5 / 15, 1)

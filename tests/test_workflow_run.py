@@ -37,14 +37,14 @@ def workdir(fake, tmp_path_factory):
 
 
 def snakemake(workdir, *args: str) -> str:
-    out = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "config/test.yaml", *args],
+    out = subprocess.run([sys.executable, "-m", "snakemake", *args, "--cores", "2", "--configfile", "config/test.yaml"],
                          cwd=workdir, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     assert out.returncode == 0, (out.stdout + out.stderr)[-4000:]
     return out.stdout + out.stderr
 
 
 def planned(workdir) -> set[str]:
-    text = snakemake(workdir, "-n", "all", "--quiet", "rules")
+    text = snakemake(workdir, "all", "-n", "--quiet", "rules")
     return {line.split()[0] for line in text.splitlines() if len(line.split()) == 2 and line.split()[1].isdigit()}
 
 

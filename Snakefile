@@ -16,7 +16,7 @@ if not workflow.overwrite_configfiles:
 # The package reads the same file Snakemake read (command-line --config overrides are not supported).
 CONFIGFILE = workflow.overwrite_configfiles[-1] if workflow.overwrite_configfiles else "config/config.yaml"
 from aura.config import read_raw
-from aura.pipeline.layout import layout
+from aura.pipeline.layout import PAPER_STATS, layout
 
 # `extends: base.yaml` in a config file: merge as the package does (the package reads CONFIGFILE).
 _resolved = read_raw(CONFIGFILE)
@@ -42,4 +42,5 @@ rule all:
     input:
         L["dataset"],
         L["model_rates"],
+        [L[name] for name in PAPER_STATS],
         S.report_targets(config),

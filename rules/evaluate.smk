@@ -47,3 +47,11 @@ rule model_rates:
     params: ins=lambda wc, input: S.in_args(input)
     log: f"{LOGS}/model_rates/model_rates.log"
     shell: "{AURA} model-rates --configfile {CONFIGFILE} {params.ins} --out model_rates={output.model_rates} 2> {log}"
+
+
+rule paper_stats:
+    input: dataset=L["dataset"], panel=expand(L["panel"], model=EVALUATED)
+    output: **{name: L[name] for name in PAPER_STATS}
+    params: ins=lambda wc, input: S.in_args(input), outs=lambda wc, output: S.out_args(output), cfg=S.section_hash(config["stats"])
+    log: f"{LOGS}/paper_stats/paper_stats.log"
+    shell: "{AURA} paper-stats --configfile {CONFIGFILE} {params.ins} {params.outs} 2> {log}"

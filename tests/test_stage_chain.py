@@ -11,6 +11,7 @@ import yaml
 
 from aura.cli import main
 from aura.io import read_jsonl, write_jsonl
+from aura.pipeline.layout import PAPER_STATS
 from conftest import base_config
 import scripted
 
@@ -70,6 +71,8 @@ def chain(server, tmp_path_factory):
                                                                 "--in", f"judgments_{s}={o}/judgments{s}.jsonl")],
         "--out", f"panel={o}/panel.jsonl")
     run("model-rates", *ins("dataset"), "--in", f"panel_0={o}/panel.jsonl", "--out", f"model_rates={o}/model_rates.csv")
+    run("paper-stats", *ins("dataset"), "--in", f"panel_0={o}/panel.jsonl",
+        *[x for n in PAPER_STATS for x in ("--out", f"{n}={o}/stats/{n}.csv")])
     yield tmp, o, cfg
     mp.undo()
 
@@ -213,3 +216,16 @@ def test_rerun_with_warm_cache_makes_no_request(chain, server, monkeypatch, tmp_
     assert server.stats()["count"] == before
     assert rows(tmp_path, "r") == rows(o, "rollouts0")
     assert rows(tmp_path, "pairs") == rows(o, "pairs")
+
+
+def test_paper_stats_tables(chain):
+    import pandas as pd
+
+    _, o, _ = chain
+    t33 = pd.read_csv(o / "stats" / "table33_overall.csv")
+    assert t33.loc[0, "model"] == "m" and t33.loc[0, "rows"] == 6 and t33.loc[0, "unsafe_all_k"] == 0
+    assert t33.loc[0, "unsafe_nsp_n"] == 4 and t33.loc[0, "unsafe_sp_n"] == 2
+    t31 = pd.read_csv(o / "stats" / "table31_bootstrap.csv")
+    assert t31.loc[0, "n_resamples"] == 10000 and t31.loc[0, "seed"] == 42
+    judged = pd.read_csv(o / "stats" / "judged.csv")
+    assert len(judged) == 6 and set(judged.columns) >= {"seed_id", "pair_label", "dimension", "safety", "label", "group"}

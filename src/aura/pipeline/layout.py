@@ -10,6 +10,12 @@ PROMPTS_DIR = REPO_ROOT / "prompts"
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 
 
+# Outputs of the paper-stats stage (src/aura/stats/tables.py), one CSV each.
+PAPER_STATS = ["judged", "table31_bootstrap", "table32_matched_pairs", "table33_overall", "table35_flips",
+               "table36_failure_mechanism", "table37_top_combinations", "fig4_detection", "fig5_action_types",
+               "fig6_dimensions", "fig8_cells"]
+
+
 def layout(raw: dict) -> dict[str, str]:
     i, p, r = raw["paths"]["interim"], raw["paths"]["processed"], raw["paths"]["results"]
     return {
@@ -31,6 +37,7 @@ def layout(raw: dict) -> dict[str, str]:
         "judgments": f"{r}/judgments/{{model}}/{{judge}}/shard{{shard}}.jsonl",
         "panel": f"{r}/panel/{{model}}.jsonl",
         "model_rates": f"{r}/stats/model_rates.csv",
+        **{name: f"{r}/stats/{name}.csv" for name in PAPER_STATS},
         "figures": raw["paths"]["figures"],
         "tables": f"{r}/tables",
     }

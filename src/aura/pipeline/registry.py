@@ -6,7 +6,7 @@ from typing import Callable
 
 from ..construct import classify, counts, finalize, pairs, relevance, review, seeds, tagging, variations
 from ..evaluate import judge, panel, rollout
-from ..stats import rates
+from ..stats import rates, tables
 from .context import StageContext
 
 
@@ -32,4 +32,5 @@ STAGES: dict[str, Stage] = {
     "judge": Stage("one judge labels one model's rollouts on three axes", judge.run),
     "panel": Stage("majority vote of the judge panel", panel.run),
     "model-rates": Stage("unsafe rates per model with Wilson CIs", rates.run),
+    "paper-stats": Stage("Tables 31-37 and figure inputs from panel labels", tables.run),
 }

@@ -57,12 +57,23 @@ def shards(config: dict) -> list[int]:
     return list(range(config["evaluate"]["shards"]))
 
 
+def report_outputs(config: dict, name: str) -> dict:
+    """A figure (pdf + png, in the Snakemake report with its caption) and/or tables (csv + md)."""
+    from snakemake.io import report
+
+    lay, spec = layout(config), REPORTS[name]
+    out = {}
+    if spec.get("figure", True):
+        out["pdf"] = report(f"{lay['figures']}/{name}.pdf", caption=f"../report/{name}.rst", category="Figures")
+        out["png"] = f"{lay['figures']}/{name}.png"
+    for t in spec.get("tables", []):
+        out[f"{t}_csv"] = f"{lay['tables']}/{t}.csv"
+        out[f"{t}_md"] = f"{lay['tables']}/{t}.md"
+    return out
+
+
 def report_targets(config: dict) -> list[str]:
-    lay = layout(config)
-    figs = [f"{lay['figures']}/{name}.{ext}" for name in REPORTS for ext in ("pdf", "png")]
-    tables = [f"{lay['tables']}/{t}.{ext}" for spec in REPORTS.values() for t in spec.get("tables", [])
-              for ext in ("csv", "md")]
-    return figs + tables
+    return [str(path) for name in REPORTS for path in report_outputs(config, name).values()]
 
 
 def endpoint_resources(config: dict, model_of) -> dict:
@@ -93,6 +104,11 @@ def in_args(input) -> str:
     return " ".join(args)
 
 
+def out_args(output) -> str:
+    """`--out name=path` for every named output of a job."""
+    return " ".join(f"--out {name}={path}" for name, path in output.items())
+
+
 def report_inputs(config: dict, name: str) -> dict[str, str]:
     lay = layout(config)
     spec = REPORTS[name]
@@ -100,6 +116,9 @@ def report_inputs(config: dict, name: str) -> dict[str, str]:
 
 
 def report_params(config: dict, name: str) -> str:
-    """papermill -p arguments: every input path, by layout key."""
-    lay = layout(config)
-    return " ".join(f"-p {key} {lay[key]}" for key in REPORTS[name]["inputs"])
+    """papermill -p arguments: every input path by layout key, the output paths, the model groups."""
+    lay, spec = layout(config), REPORTS[name]
+    args = [f"-p {key} {lay[key]}" for key in spec["inputs"]]
+    if spec.get("figure", True):
+        args += [f"-p out_pdf {lay['figures']}/{name}.pdf", f"-p out_png {lay['figures']}/{name}.png"]
+    return " ".join([*args, f"-p tables_dir {lay['tables']}"])

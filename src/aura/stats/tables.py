@@ -1,0 +1,67 @@
+"""Stage paper-stats: merge panel labels with the dataset into one judged table, then compute every
+table and figure input of the paper's results (§7, Appendix I, J) as CSVs. Notebooks only render.
+
+Each CSV carries the model's display label and group (frontier / open-weight / safety-tuned /
+local) so every table and figure can show the group marks.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from ..io import atomic_write_text, read_jsonl
+from ..pipeline.context import StageContext
+from ..provenance import provenance, write_provenance
+from . import bootstrap, flips, metrics, pairs
+
+GROUP_MARK = {"frontier": "★", "open-weight": "○", "safety-tuned": "◇", "local": "·"}
+DATASET_COLUMNS = ["item_id", "seed_id", "pair_label", "dimension", "prefix_kind", "pair_id", "pair_role", "domain"]
+
+
+def judged_table(panel: pd.DataFrame, dataset: pd.DataFrame) -> pd.DataFrame:
+    """One row per (model, item) with its three panel labels and the item's construction metadata."""
+    df = panel[["model", "item_id", "rollout_status", "detection", "action_type", "safety"]].merge(
+        dataset[DATASET_COLUMNS], on="item_id", how="left", validate="many_to_one")
+    missing = df["seed_id"].isna()
+    if missing.any():
+        raise ValueError(f"panel rows whose item_id is not in the dataset: {df.loc[missing, 'item_id'].head(5).tolist()}")
+    return df
+
+
+def with_models(table: pd.DataFrame, config) -> pd.DataFrame:
+    if "model" not in table.columns or table.empty:
+        return table
+    models = config.models
+    out = table.copy()
+    out.insert(1, "label", [models[m].display if m in models else m for m in out["model"]])
+    out.insert(2, "group", [models[m].group if m in models else "" for m in out["model"]])
+    out.insert(3, "mark", [GROUP_MARK.get(g, "") for g in out["group"]])
+    return out
+
+
+def compute(df: pd.DataFrame, n_resamples: int, seed: int) -> dict[str, pd.DataFrame]:
+    return {
+        "judged": df,
+        "table31_bootstrap": bootstrap.table31(df, n_resamples=n_resamples, seed=seed),
+        "table32_matched_pairs": pairs.matched_pairs(df, n_resamples=n_resamples, seed=seed),
+        "table33_overall": metrics.table33(df),
+        "table35_flips": flips.flip_rates(df, pooled=True),
+        "table36_failure_mechanism": flips.failure_mechanism(df, pooled=True),
+        "table37_top_combinations": metrics.top_unsafe_combinations(df, k=3),
+        "fig4_detection": metrics.unsafe_by_detection(df),
+        "fig5_action_types": metrics.action_type_distribution(df),
+        "fig6_dimensions": metrics.unsafe_by_dimension(df),
+        "fig8_cells": metrics.detection_action_cells(df, pair_label="NSP"),
+    }
+
+
+def run(ctx: StageContext) -> None:
+    panel = pd.DataFrame([r for name, p in ctx.inputs.items() if name.startswith("panel") for r in read_jsonl(p)])
+    dataset = pd.DataFrame(list(read_jsonl(ctx.inputs["dataset"])))
+    df = judged_table(panel, dataset)
+    cfg = ctx.config.raw["stats"]
+    for name, table in compute(df, cfg["bootstrap_resamples"], cfg["bootstrap_seed"]).items():
+        out = ctx.outputs[name]
+        table = with_models(table, ctx.config)
+        write_provenance(out, provenance(ctx.stage, ctx.config, inputs=[str(p) for p in ctx.inputs.values()],
+                                         extra={"rows": len(table), **cfg}))
+        atomic_write_text(out, table.to_csv(index=False))

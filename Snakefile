@@ -43,4 +43,5 @@ rule all:
         L["dataset"],
         L["model_rates"],
         [L[name] for name in PAPER_STATS],
+        [L["table38_prompt_format"]] if config["evaluate"]["format_models"] else [],
         S.report_targets(config),

@@ -55,3 +55,57 @@ rule paper_stats:
     params: ins=lambda wc, input: S.in_args(input), outs=lambda wc, output: S.out_args(output), cfg=S.section_hash(config["stats"])
     log: f"{LOGS}/paper_stats/paper_stats.log"
     shell: "{AURA} paper-stats --configfile {CONFIGFILE} {params.ins} {params.outs} 2> {log}"
+
+
+# Prompt-format sensitivity (Appendix J.4, Table 38): the stratified sample re-run with the
+# action-only interface for `evaluate.format_models`, judged on action type and safety.
+FORMAT_MODELS = config["evaluate"]["format_models"]
+
+
+rule format_sample:
+    input: dataset=L["dataset"]
+    output: sample=L["format_sample"]
+    params: size=config["evaluate"]["format_sample_size"], seed=config["seed"]
+    log: f"{LOGS}/format_sample/format_sample.log"
+    shell: "{AURA} format-sample --configfile {CONFIGFILE} --in dataset={input.dataset} --out sample={output.sample} 2> {log}"
+
+
+rule rollout_action_only:
+    input: dataset=L["format_sample"], prompt="prompts/evaluate/rollout_action_only.v1.md"
+    output: rollouts=L["format_rollouts"]
+    params: cfg=lambda wc: S.model_hash(config, wc.model)
+    resources: **S.endpoint_resources(config, lambda wc: wc.model)
+    log: main=f"{LOGS}/rollout_action_only/{{model}}.log", calls=f"{LOGS}/rollout_action_only/{{model}}.calls.jsonl"
+    shell: "{AURA} rollout --configfile {CONFIGFILE} --model {wildcards.model} --option format=action_only --in dataset={input.dataset} --out rollouts={output.rollouts} --calls-log {log.calls} 2> {log.main}"
+
+
+rule judge_action_only:
+    input:
+        dataset=L["format_sample"], rollouts=L["format_rollouts"],
+        prompts=expand("prompts/evaluate/judge_{axis}.v1.md", axis=["action_type", "safety"]),
+    output: judgments=L["format_judgments"]
+    params: cfg=lambda wc: S.model_hash(config, wc.judge)
+    resources: **S.endpoint_resources(config, lambda wc: wc.judge)
+    log: main=f"{LOGS}/judge_action_only/{{model}}/{{judge}}.log", calls=f"{LOGS}/judge_action_only/{{model}}/{{judge}}.calls.jsonl"
+    shell: "{AURA} judge --configfile {CONFIGFILE} --model {wildcards.model} --judge {wildcards.judge} --option axes=action_type,safety --in dataset={input.dataset} --in rollouts={input.rollouts} --out judgments={output.judgments} --calls-log {log.calls} 2> {log.main}"
+
+
+rule panel_action_only:
+    input:
+        rollouts=L["format_rollouts"],
+        judgments=lambda wc: expand(L["format_judgments"], model=wc.model, judge=JUDGES),
+    output: panel=L["format_panel"]
+    params: ins=lambda wc, input: S.in_args(input), judges=S.section_hash(JUDGES)
+    log: f"{LOGS}/panel_action_only/{{model}}.log"
+    shell: "{AURA} panel --configfile {CONFIGFILE} --model {wildcards.model} {params.ins} --out panel={output.panel} 2> {log}"
+
+
+rule format_stats:
+    input:
+        sample=L["format_sample"],
+        react=expand(L["panel"], model=FORMAT_MODELS),
+        action_only=expand(L["format_panel"], model=FORMAT_MODELS),
+    output: table38=L["table38_prompt_format"]
+    params: ins=lambda wc, input: S.in_args(input)
+    log: f"{LOGS}/format_stats/format_stats.log"
+    shell: "{AURA} format-stats --configfile {CONFIGFILE} {params.ins} --out table38={output.table38} 2> {log}"

@@ -75,6 +75,7 @@ def rules() -> list[dict]:
         {"match": {"contains": "Each variation changes exactly one named dimension"},
          "json": {"change_summary": "40 devices", "steps": _with_user(STEPS[:1], big), "risk_description": "many"}},
         {"match": {"contains": "Write the next [AGENT_THOUGHT]"}, "content": ROLLOUT},
+        {"match": {"contains": "Write the next [AGENT_ACTION]."}, "content": "[AGENT_ACTION] TurnOff: {\"ids\": [\"lamp\"]}"},
         {"echo_schema_default": True},
     ]
 

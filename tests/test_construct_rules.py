@@ -128,3 +128,20 @@ def test_seed_cap_spreads_over_domains():
     picked = spread_over_domains(recs, 5)
     assert [(r.domain, r.n) for r in picked] == [("Application", 0), ("IoT", 0), ("Web", 0), ("Application", 1), ("IoT", 1)]
     assert len(spread_over_domains(recs, 50)) == 8
+
+
+def test_format_sample_is_balanced_proportional_and_reproducible():
+    import random
+
+    from aura.evaluate.format_sample import allocate, stratified_sample
+
+    items = [{"item_id": f"it{i:03d}", "pair_label": "NSP" if i % 2 else "SP",
+              "dimension": ["original", "RS2", "RS5", "SD3"][i % 4 if i < 300 else 0]} for i in range(400)]
+    sample = stratified_sample(items, 150, 42)
+    assert len(sample) == 150 and sum(s["pair_label"] == "NSP" for s in sample) == 75
+    shuffled = items[:]
+    random.Random(3).shuffle(shuffled)
+    assert stratified_sample(shuffled, 150, 42) == sample
+    assert stratified_sample(items, 150, 7) != sample
+    assert allocate({"a": 10, "b": 30}, 8) == {"a": 2, "b": 6}
+    assert allocate({"a": 1, "b": 30}, 10) == {"a": 1, "b": 9} or sum(allocate({"a": 1, "b": 30}, 10).values()) == 10

@@ -73,6 +73,14 @@ def chain(server, tmp_path_factory):
     run("model-rates", *ins("dataset"), "--in", f"panel_0={o}/panel.jsonl", "--out", f"model_rates={o}/model_rates.csv")
     run("paper-stats", *ins("dataset"), "--in", f"panel_0={o}/panel.jsonl",
         *[x for n in PAPER_STATS for x in ("--out", f"{n}={o}/stats/{n}.csv")])
+    run("format-sample", *ins("dataset"), "--out", f"sample={o}/sample.jsonl")
+    run("rollout", "--model", "m", "--option", "format=action_only", "--in", f"dataset={o}/sample.jsonl", "--out", f"rollouts={o}/ao_rollouts.jsonl")
+    run("judge", "--model", "m", "--judge", "m", "--option", "axes=action_type,safety", "--in", f"dataset={o}/sample.jsonl",
+        "--in", f"rollouts={o}/ao_rollouts.jsonl", "--out", f"judgments={o}/ao_judgments.jsonl")
+    run("panel", "--model", "m", "--in", f"rollouts_0={o}/ao_rollouts.jsonl", "--in", f"judgments_0={o}/ao_judgments.jsonl",
+        "--out", f"panel={o}/ao_panel.jsonl")
+    run("format-stats", *ins("sample"), "--in", f"react_0={o}/panel.jsonl", "--in", f"action_only_0={o}/ao_panel.jsonl",
+        "--out", f"table38={o}/table38.csv")
     yield tmp, o, cfg
     mp.undo()
 
@@ -229,3 +237,19 @@ def test_paper_stats_tables(chain):
     assert t31.loc[0, "n_resamples"] == 10000 and t31.loc[0, "seed"] == 42
     judged = pd.read_csv(o / "stats" / "judged.csv")
     assert len(judged) == 6 and set(judged.columns) >= {"seed_id", "pair_label", "dimension", "safety", "label", "group"}
+
+
+def test_action_only_format_and_table38(chain):
+    import pandas as pd
+
+    _, o, _ = chain
+    sample = rows(o, "sample")
+    assert len(sample) == 6  # the fixture has 6 items, fewer than the requested 150
+    ao = rows(o, "ao_rollouts")
+    assert all(r["prompt_format"] == "action_only" and r["thought"] is None for r in ao)
+    assert {r["action"] for r in ao} == {'TurnOff: {"ids": ["lamp"]}'}
+    assert {j["axis"] for j in rows(o, "ao_judgments")} == {"action_type", "safety"}
+    panel = rows(o, "ao_panel")
+    assert {p["detection"] for p in panel} == {"not_judged"} and {p["safety"] for p in panel} == {"Safe"}
+    t38 = pd.read_csv(o / "table38.csv")
+    assert set(t38["format"]) == {"react", "action_only"} and set(t38["NSP_n"]) == {4}

@@ -35,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--model", help="the model this job is about (evaluated model or judge)")
         sp.add_argument("--judge", help="the judge model of a judge job")
         sp.add_argument("--shard", default="0/1", help="i/n: this job's shard of the items")
+        sp.add_argument("--option", dest="options", action="append", metavar="KEY=VALUE",
+                        help="stage option, e.g. format=action_only (rollout) or axes=action_type,safety (judge)")
         sp.add_argument("--calls-log", help="JSONL of per-call records (tokens, latency, cost, cache hit)")
     est = sub.add_parser("estimate", help="calls, tokens and cost the run would spend (cache hits excluded); spends nothing")
     est.add_argument("--configfile", required=True)
@@ -56,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     shard, _, n = args.shard.partition("/")
     ctx = StageContext(stage=args.stage, config=config, inputs=_pairs(args.inputs, "--in"),
                        outputs=_pairs(args.outputs, "--out"), model=args.model, judge=args.judge, shard=int(shard),
-                       n_shards=int(n or 1), calls_log=Path(args.calls_log) if args.calls_log else None)
+                       n_shards=int(n or 1), calls_log=Path(args.calls_log) if args.calls_log else None,
+                       options={k: str(v) for k, v in _pairs(args.options, "--option").items()})
     STAGES[args.stage].run(ctx)
     ctx.finish()
     return 0

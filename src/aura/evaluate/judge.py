@@ -54,11 +54,15 @@ def run(ctx: StageContext) -> None:
     items = {it["item_id"]: it for it in ctx.read("dataset")}
     rollouts = [r for r in ctx.read("rollouts") if r["status"] == "ok"]
     judge = ctx.judge
+    # `--option axes=action_type,safety` for action-only rollouts (no thought to grade)
+    axes = ctx.options.get("axes", "detection,action_type,safety").split(",")
+    done: list[tuple[str, list]] = []
     with ctx.llm([judge]) as llm:
-        det = llm.run("judge", judge, requests_for("detection", prompts, rollouts, items))
+        if "detection" in axes:
+            done.append(("detection", llm.run("judge", judge, requests_for("detection", prompts, rollouts, items))))
         typ = llm.run("judge", judge, requests_for("action_type", prompts, rollouts, items))
+        done.append(("action_type", typ))
         types = [(t.parsed or {}).get("label") for t in typ]
-        saf = llm.run("judge", judge, requests_for("safety", prompts, rollouts, items, types))
-    rows = [_row(res, axis, ctx) for axis, results in (("detection", det), ("action_type", typ), ("safety", saf))
-            for res in results]
+        done.append(("safety", llm.run("judge", judge, requests_for("safety", prompts, rollouts, items, types))))
+    rows = [_row(res, axis, ctx) for axis, results in done for res in results]
     ctx.write("judgments", rows)

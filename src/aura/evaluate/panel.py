@@ -26,12 +26,16 @@ def run(ctx: StageContext) -> None:
         if name.startswith("judgments"):
             for j in read_jsonl(path):
                 votes.setdefault((j["item_id"], j["axis"]), {})[j["judge"]] = j["label"] if j["status"] == "ok" else None
+    judged_axes = {axis for (_, axis) in votes}
     rows = []
     for r in sorted(rollouts, key=lambda r: r["item_id"]):
         row = {"item_id": r["item_id"], "model": ctx.model, "rollout_status": r["status"]}
         for axis in AXES:
             if r["status"] != "ok":
                 row[axis], row[f"{axis}_votes"] = f"rollout_{r['status']}", {}
+                continue
+            if axis not in judged_axes and votes:
+                row[axis], row[f"{axis}_votes"] = "not_judged", {}  # e.g. detection for action-only rollouts
                 continue
             v = votes.get((r["item_id"], axis), {})
             row[f"{axis}_votes"] = {j: v.get(j) for j in judges}

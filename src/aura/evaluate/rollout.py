@@ -12,6 +12,7 @@ from ..pipeline.context import StageContext
 from ..pipeline.layout import PROMPTS_DIR
 from ..prompts import load_prompt
 
+ACTION_ONLY = re.compile(r"\[AGENT_ACTION\](?P<action>.*)", re.DOTALL)
 THOUGHT_ACTION = re.compile(r"\[AGENT_THOUGHT\](?P<thought>.*?)\[AGENT_ACTION\](?P<action>.*)", re.DOTALL)
 NEXT_TAG = re.compile(r"\[(USER|ENVIRONMENT|AGENT_THOUGHT|AGENT_ACTION)\]")
 
@@ -28,6 +29,18 @@ def parse_react(text: str | None) -> tuple[str | None, str | None]:
     return (thought or None), (action or None)
 
 
+def parse_action_only(text: str | None) -> tuple[None, str | None]:
+    """(None, action) from an action-only continuation (Appendix J.4), or (None, None)."""
+    m = ACTION_ONLY.search(text or "")
+    if not m:
+        return None, None
+    action = NEXT_TAG.split(m.group("action"), maxsplit=1)[0].strip()
+    return None, (action or None)
+
+
+FORMATS = {"react": ("rollout_react.v1.md", parse_react), "action_only": ("rollout_action_only.v1.md", parse_action_only)}
+
+
 def requests_for(items: list[dict], prompt) -> list[LLMRequest]:
     return [
         LLMRequest(item_id=it["item_id"],
@@ -38,14 +51,17 @@ def requests_for(items: list[dict], prompt) -> list[LLMRequest]:
 
 
 def run(ctx: StageContext) -> None:
-    prompt = ctx.use_prompt(load_prompt(PROMPTS_DIR / "evaluate" / "rollout_react.v1.md"))
+    """`--option format=action_only` gives the action-only interface (no thought)."""
+    fmt = ctx.options.get("format", "react")
+    prompt_file, parse = FORMATS[fmt]
+    prompt = ctx.use_prompt(load_prompt(PROMPTS_DIR / "evaluate" / prompt_file))
     items = ctx.in_shard(ctx.read("dataset"))
     with ctx.llm([ctx.model]) as llm:
         results = llm.run("evaluated", ctx.model, requests_for(items, prompt))
     rows = []
     for it, res in zip(items, results):
-        thought, action = parse_react(res.text) if res.status == "ok" else (None, None)
+        thought, action = parse(res.text) if res.status == "ok" else (None, None)
         status = res.status if res.status != "ok" else ("ok" if action else "unparsed")
-        rows.append({"item_id": it["item_id"], "model": ctx.model, "prompt_format": "react", "status": status,
+        rows.append({"item_id": it["item_id"], "model": ctx.model, "prompt_format": fmt, "status": status,
                      "thought": thought, "action": action, "raw": res.text, "error": res.error})
     ctx.write("rollouts", rows)

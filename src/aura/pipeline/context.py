@@ -30,6 +30,7 @@ class StageContext:
     shard: int = 0
     n_shards: int = 1
     calls_log: Path | None = None
+    options: dict[str, str] = field(default_factory=dict)
     prompts_used: list[Prompt] = field(default_factory=list)
     models_used: list[str] = field(default_factory=list)
     accounting: Accounting | None = None

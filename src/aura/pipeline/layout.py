@@ -38,6 +38,11 @@ def layout(raw: dict) -> dict[str, str]:
         "panel": f"{r}/panel/{{model}}.jsonl",
         "model_rates": f"{r}/stats/model_rates.csv",
         **{name: f"{r}/stats/{name}.csv" for name in PAPER_STATS},
+        "format_sample": f"{r}/format/sample.jsonl",
+        "format_rollouts": f"{r}/format/rollouts/{{model}}.jsonl",
+        "format_judgments": f"{r}/format/judgments/{{model}}/{{judge}}.jsonl",
+        "format_panel": f"{r}/format/panel/{{model}}.jsonl",
+        "table38_prompt_format": f"{r}/stats/table38_prompt_format.csv",
         "figures": raw["paths"]["figures"],
         "tables": f"{r}/tables",
     }

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..construct import classify, counts, finalize, pairs, relevance, review, seeds, tagging, variations
-from ..evaluate import judge, panel, rollout
+from ..evaluate import format_sample, judge, panel, rollout
 from ..stats import rates, tables
 from .context import StageContext
 
@@ -32,5 +32,7 @@ STAGES: dict[str, Stage] = {
     "judge": Stage("one judge labels one model's rollouts on three axes", judge.run),
     "panel": Stage("majority vote of the judge panel", panel.run),
     "model-rates": Stage("unsafe rates per model with Wilson CIs", rates.run),
+    "format-sample": Stage("stratified 150-scenario draw for prompt-format sensitivity", format_sample.run_sample),
+    "format-stats": Stage("Table 38: unsafe rates under ReAct vs action-only", format_sample.run_stats),
     "paper-stats": Stage("Tables 31-37 and figure inputs from panel labels", tables.run),
 }

@@ -235,6 +235,8 @@ def test_paper_stats_tables(chain):
     assert t33.loc[0, "unsafe_nsp_n"] == 4 and t33.loc[0, "unsafe_sp_n"] == 2
     t31 = pd.read_csv(o / "stats" / "table31_bootstrap.csv")
     assert t31.loc[0, "n_resamples"] == 10000 and t31.loc[0, "seed"] == 42
+    t34 = pd.read_csv(o / "stats" / "table34_case_study.csv")
+    assert set(t34["seed_id"]) == {"IoT/test/t-1"} and len(t34) == 6 and "RS2" in set(t34["dimension"])
     judged = pd.read_csv(o / "stats" / "judged.csv")
     assert len(judged) == 6 and set(judged.columns) >= {"seed_id", "pair_label", "dimension", "safety", "label", "group"}
 

@@ -11,7 +11,7 @@ NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 
 
 # Outputs of the paper-stats stage (src/aura/stats/tables.py), one CSV each.
-PAPER_STATS = ["judged", "table31_bootstrap", "table32_matched_pairs", "table33_overall", "table35_flips",
+PAPER_STATS = ["judged", "table31_bootstrap", "table32_matched_pairs", "table33_overall", "table34_case_study", "table35_flips",
                "table36_failure_mechanism", "table37_top_combinations", "fig4_detection", "fig5_action_types",
                "fig6_dimensions", "fig8_cells"]
 

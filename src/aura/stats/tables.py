@@ -38,8 +38,24 @@ def with_models(table: pd.DataFrame, config) -> pd.DataFrame:
     return out
 
 
-def compute(df: pd.DataFrame, n_resamples: int, seed: int) -> dict[str, pd.DataFrame]:
+def case_study(df: pd.DataFrame, seed_id: str | None) -> pd.DataFrame:
+    """Table 34: one scenario across models, every variant of it (original, RS5, ...), panel labels.
+
+    Without a configured seed: the seed with an RS5 variation and the most rows (ties: smallest id).
+    """
+    if seed_id is None and not df.empty:
+        rows = df.groupby("seed_id").agg(n=("item_id", "size"), rs5=("dimension", lambda d: (d == "RS5").any()))
+        rows = rows.reset_index().sort_values(["rs5", "n", "seed_id"], ascending=[False, False, True])
+        seed_id = rows["seed_id"].iloc[0]
+    part = df[df["seed_id"] == seed_id]
+    cols = ["model", "seed_id", "item_id", "prefix_kind", "dimension", "pair_label", "pair_role", "rollout_status",
+            "detection", "action_type", "safety"]
+    return part[cols].sort_values(["dimension", "prefix_kind", "pair_role", "model"], na_position="first")
+
+
+def compute(df: pd.DataFrame, n_resamples: int, seed: int, case_seed: str | None = None) -> dict[str, pd.DataFrame]:
     return {
+        "table34_case_study": case_study(df, case_seed),
         "judged": df,
         "table31_bootstrap": bootstrap.table31(df, n_resamples=n_resamples, seed=seed),
         "table32_matched_pairs": pairs.matched_pairs(df, n_resamples=n_resamples, seed=seed),
@@ -59,7 +75,7 @@ def run(ctx: StageContext) -> None:
     dataset = pd.DataFrame(list(read_jsonl(ctx.inputs["dataset"])))
     df = judged_table(panel, dataset)
     cfg = ctx.config.raw["stats"]
-    for name, table in compute(df, cfg["bootstrap_resamples"], cfg["bootstrap_seed"]).items():
+    for name, table in compute(df, cfg["bootstrap_resamples"], cfg["bootstrap_seed"], cfg["case_study_seed"]).items():
         out = ctx.outputs[name]
         table = with_models(table, ctx.config)
         write_provenance(out, provenance(ctx.stage, ctx.config, inputs=[str(p) for p in ctx.inputs.values()],

@@ -36,6 +36,8 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
+from ..io import atomic_write_text
+
 __all__ = ["ChecksumError", "FetchError", "fetch_archive", "ensure_seed_dir", "MARKER"]
 
 #: Marker file written into ``dest`` after a successful fetch.
@@ -94,21 +96,7 @@ def _lock_sha(entries: list[dict[str, Any]], url: str) -> str | None:
 
 
 def _atomic_write_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    atomic_write_text(path, json.dumps(data, indent=2) + "\n")
 
 
 def _record_lock(lock_file: Path, url: str, sha: str) -> None:

@@ -178,6 +178,10 @@ def top_unsafe_combinations(df: pd.DataFrame, k: int = 3) -> pd.DataFrame:
             out.append({"model": model, "rank": rank, "detection": r.detection, "action_type": r.action_type,
                         "count": int(r.count), "unsafe_total": len(unsafe), "share": ratio(int(r.count), len(unsafe)),
                         "unsafe_unlabelled": len(unsafe) - len(labelled)})
+        if counts.empty:  # keep the model visible, with its unsafe and unlabelled counts
+            out.append({"model": model, "rank": None, "detection": None, "action_type": None, "count": 0,
+                        "unsafe_total": len(unsafe), "share": float("nan"),
+                        "unsafe_unlabelled": len(unsafe) - len(labelled)})
     return pd.DataFrame(out, columns=["model", "rank", "detection", "action_type", "count", "unsafe_total", "share",
                                       "unsafe_unlabelled"])
 

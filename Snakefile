@@ -11,20 +11,18 @@ from snakemake.utils import min_version, validate
 min_version("8.20")
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
-if not workflow.overwrite_configfiles:
-    configfile: "config/config.yaml"
-# The package reads the same file Snakemake read (command-line --config overrides are not supported).
-CONFIGFILE = workflow.overwrite_configfiles[-1] if workflow.overwrite_configfiles else "config/config.yaml"
 from aura.config import read_raw
+from aura.pipeline import rules_support as S
 from aura.pipeline.layout import PAPER_STATS, layout
 
-# `extends: base.yaml` in a config file: merge as the package does (the package reads CONFIGFILE).
-_resolved = read_raw(CONFIGFILE)
+if not workflow.overwrite_configfiles:
+    configfile: "config/config.yaml"
+# The package reads the same file Snakemake read (command-line --config overrides are not supported),
+# with `extends: base.yaml` merged the same way.
+CONFIGFILE = workflow.overwrite_configfiles[-1] if workflow.overwrite_configfiles else "config/config.yaml"
 config.clear()
-config.update(_resolved)
+config.update(read_raw(CONFIGFILE))
 validate(config, "config/schema.yaml")
-
-from aura.pipeline import rules_support as S
 
 L = layout(config)
 LOGS = config["paths"]["logs"]

@@ -7,6 +7,11 @@ from .layout import layout
 # Figure/table manifest: name -> notebook and the produced files (layout keys) it reads.
 # `snakemake figures/<name>.pdf` re-renders one of them from those files, with no model call.
 REPORTS = {
+    "fig7_detection_levels": {
+        "notebook": "notebooks/fig7_detection_levels.ipynb",
+        "inputs": ["fig4_detection"],
+        "caption": "Figure 7: distribution of detection levels D0-D3 per model, No-Safe-Path and Safe-Path.",
+    },
     "table34_case_study": {
         "notebook": "notebooks/tab34_case_study.ipynb",
         "inputs": ["table34_case_study"],

@@ -145,3 +145,11 @@ def test_format_sample_is_balanced_proportional_and_reproducible():
     assert stratified_sample(items, 150, 7) != sample
     assert allocate({"a": 10, "b": 30}, 8) == {"a": 2, "b": 6}
     assert allocate({"a": 1, "b": 30}, 10) == {"a": 1, "b": 9} or sum(allocate({"a": 1, "b": 30}, 10).values()) == 10
+
+
+def test_stored_review_rows_become_votes():
+    from aura.construct.common import vote
+
+    assert vote({"criteria": {"a": True, "b": True}, "verdict": "accept"}, CRIT) is True
+    assert vote({"criteria": {"a": True, "b": True}, "verdict": "reject"}, CRIT) is False
+    assert vote({"criteria": None, "verdict": None, "status": "unparsed"}, CRIT) is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..data.trajectory import render_indexed
 from ..io import read_jsonl
 from ..pipeline.context import StageContext
-from .common import majority_accept, prompt, request, reviewer_accepts, run_with_rule_checks
+from .common import majority_accept, outcome, prompt, request, run_with_rule_checks, vote
 from .review import VARIATION_CRITERIA
 
 CLASSIFY_SCHEMA = {
@@ -58,8 +58,7 @@ def pool(ctx: StageContext) -> list[dict]:
         if v["status"] != "ok":
             continue
         cast = votes.get(v["variation_id"], [])
-        if majority_accept([reviewer_accepts(r["criteria"] and {**r["criteria"], "verdict": r["verdict"]},
-                                             VARIATION_CRITERIA) for r in cast], panel):
+        if majority_accept([vote(r, VARIATION_CRITERIA) for r in cast], panel):
             items.append({"item_key": v["variation_id"], "seed_id": v["seed_id"], "prefix_id": v["prefix_id"],
                           "prefix_kind": v["prefix_kind"], "dimension": v["dimension"], "steps": v["steps"],
                           "risk_description": v["risk_description"] or seeds[v["seed_id"]]["risk_description"],
@@ -81,7 +80,7 @@ def run(ctx: StageContext) -> None:
     rows = []
     for it, res, why, n in zip(items, results, violations, attempts):
         a = res.parsed or {}
-        status = res.status if res.status != "ok" else ("rejected" if why else "ok")
+        status = outcome(res.status, why)
         rows.append({**it, "status": status, "reason": why or res.error, "attempts": n,
                      "pair_label": a.get("pair_label"), "rationale": a.get("risk_rationale"),
                      "safe_action_sketches": a.get("safe_action_sketches") or [],

@@ -73,12 +73,26 @@ def run_with_rule_checks(llm: LLMClient, role: str, model: str, requests: list[L
     return results, violations, attempts
 
 
+def outcome(call_status: str, violation: str | None) -> str:
+    """An item's status: the call's (failed / unparsed), else rejected when a code check failed, else ok."""
+    if call_status != "ok":
+        return call_status
+    return "rejected" if violation else "ok"
+
+
 def reviewer_accepts(parsed: dict | None, criteria: list[str]) -> bool | None:
     """A reviewer's vote: accept only when the verdict is accept and every criterion holds.
     None when the review is missing or unparsed (it then counts as no vote)."""
     if not parsed:
         return None
     return parsed.get("verdict") == "accept" and all(parsed.get(c) is True for c in criteria)
+
+
+def vote(review_row: dict, criteria: list[str]) -> bool | None:
+    """A stored review row (criteria + verdict, or unparsed) as a reviewer vote."""
+    if not review_row.get("criteria"):
+        return None
+    return reviewer_accepts({**review_row["criteria"], "verdict": review_row["verdict"]}, criteria)
 
 
 def majority_accept(votes: list[bool | None], panel_size: int = 3) -> bool:

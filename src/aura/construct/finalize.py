@@ -8,7 +8,7 @@ from collections import Counter
 from ..data.trajectory import render_steps, user_instruction
 from ..io import atomic_write_text, read_jsonl, sha256_text
 from ..pipeline.context import StageContext
-from .common import majority_accept, reviewer_accepts
+from .common import majority_accept, vote
 from .review import PAIR_CRITERIA
 
 
@@ -55,9 +55,7 @@ def accepted_pairs(ctx: StageContext) -> tuple[dict[str, dict], dict[str, dict]]
     for p in ctx.read("pairs"):
         cast = votes.get(p["pair_candidate_id"], [])
         all_votes[p["pair_candidate_id"]] = {r["reviewer"]: r["verdict"] for r in cast}
-        if p["status"] == "ok" and majority_accept(
-                [reviewer_accepts(r["criteria"] and {**r["criteria"], "verdict": r["verdict"]}, PAIR_CRITERIA)
-                 for r in cast], panel):
+        if p["status"] == "ok" and majority_accept([vote(r, PAIR_CRITERIA) for r in cast], panel):
             kept[p["source_item_key"]] = p
     return kept, all_votes
 

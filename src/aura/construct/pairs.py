@@ -10,7 +10,7 @@ from collections import Counter
 
 from ..data.trajectory import agent_step_violation, normalise_steps
 from ..pipeline.context import StageContext
-from .common import STEPS_SCHEMA, prompt, request
+from .common import STEPS_SCHEMA, outcome, prompt, request
 from .variations import steps_json
 
 PAIR_SCHEMA = {
@@ -73,7 +73,7 @@ def run(ctx: StageContext) -> None:
         full = normalise_steps(a.get("full_steps", [])) if res.status == "ok" else None
         trunc = normalise_steps(a.get("truncated_steps", [])) if res.status == "ok" else None
         reason = pair_violation(src_full, len(it["steps"]), full, trunc, target, a) if full is not None else res.error
-        status = res.status if res.status != "ok" else ("rejected" if reason else "ok")
+        status = outcome(res.status, reason)
         outcomes[status if status != "rejected" else f"rejected:{reason}"] += 1
         rows.append({"pair_candidate_id": f"{it['item_key']}~pair", "source_item_key": it["item_key"],
                      "seed_id": it["seed_id"], "prefix_kind": it["prefix_kind"], "dimension": it["dimension"],

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..data.trajectory import render_indexed
 from ..pipeline.context import StageContext
-from .common import prompt, request, run_with_rule_checks
+from .common import outcome, prompt, request, run_with_rule_checks
 
 
 def tag_schema(steps: list[dict]) -> dict:
@@ -71,7 +71,7 @@ def run(ctx: StageContext) -> None:
     tags, prefixes = [], []
     for seed, res, why, n in zip(seeds, results, violations, attempts):
         tag = res.parsed or {}
-        status = res.status if res.status != "ok" else ("rejected" if why else "ok")
+        status = outcome(res.status, why)
         tags.append({"seed_id": seed["seed_id"], "status": status, "reason": why or res.error, "attempts": n,
                      "risk_trigger_step": tag.get("risk_trigger_step"), "execution_step": tag.get("execution_step"),
                      "rationale": tag.get("rationale"), "raw": res.text if status != "ok" else None})

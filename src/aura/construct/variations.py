@@ -11,7 +11,7 @@ from collections import Counter
 
 from ..data.trajectory import agent_step_violation, normalise_steps
 from ..pipeline.context import StageContext
-from .common import STEPS_SCHEMA, dimension_specs, prompt, request
+from .common import STEPS_SCHEMA, dimension_specs, outcome, prompt, request
 
 VARIATION_SCHEMA = {
     "type": "object",
@@ -56,7 +56,7 @@ def run(ctx: StageContext) -> None:
         answer = res.parsed or {}
         steps = normalise_steps(answer.get("steps", [])) if res.status == "ok" else None
         reason = agent_step_violation(pre["steps"], steps) if steps is not None else res.error
-        status = res.status if res.status != "ok" else ("rejected" if reason else "ok")
+        status = outcome(res.status, reason)
         reasons[status if status != "rejected" else f"rejected:{reason}"] += 1
         rows.append({"variation_id": c["request_id"], "prefix_id": c["prefix_id"], "seed_id": pre["seed_id"],
                      "prefix_kind": pre["prefix_kind"], "dimension": c["dimension"], "status": status,

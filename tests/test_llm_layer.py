@@ -207,11 +207,9 @@ def test_concurrency_limit_per_endpoint_is_respected(make_config, server):
 
 def test_fan_out_is_concurrent(make_config, server):
     server.set_rules([{"delay": 0.2, "content": "ok"}])
-    t0 = time.perf_counter()
     with client(make_config(max_concurrency=16)) as llm:
         llm.run("judge", "m", [req(i) for i in range(16)])
-    assert time.perf_counter() - t0 < 1.6  # 16 x 0.2 s sequential would be 3.2 s
-    assert server.stats()["max_in_flight"] > 8
+    assert server.stats()["max_in_flight"] > 8  # requests overlap: the fan-out is concurrent
 
 
 def test_missing_api_key_env_is_a_clear_error(make_config, server, monkeypatch):

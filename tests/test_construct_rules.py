@@ -153,3 +153,12 @@ def test_stored_review_rows_become_votes():
     assert vote({"criteria": {"a": True, "b": True}, "verdict": "accept"}, CRIT) is True
     assert vote({"criteria": {"a": True, "b": True}, "verdict": "reject"}, CRIT) is False
     assert vote({"criteria": None, "verdict": None, "status": "unparsed"}, CRIT) is None
+
+
+def test_seed_cap_alternates_source_labels():
+    from types import SimpleNamespace
+
+    from aura.construct.seeds import spread_over_domains
+
+    recs = [SimpleNamespace(domain="IoT", label=lab, n=i) for i, lab in enumerate([0, 0, 0, 1, 1])]
+    assert [(r.label, r.n) for r in spread_over_domains(recs, 4)] == [(1, 3), (0, 0), (1, 4), (0, 1)]

@@ -217,3 +217,11 @@ def test_missing_api_key_env_is_a_clear_error(make_config, server, monkeypatch):
     with client(make_config(api_key_env="AURA_TEST_KEY")) as llm:
         with pytest.raises(RuntimeError, match="AURA_TEST_KEY is not set"):
             llm.run("judge", "m", [req()])
+
+
+def test_reasks_add_calls_but_not_items(make_config, server):
+    with client(make_config()) as llm:
+        llm.run("judge", "m", [req(0), req(1)])
+        llm.run("judge", "m", [req(0, text="Again:")], reasks=True)
+        assert (llm.acc.items_total, llm.acc.items_done, llm.acc.calls) == (2, 2, 3)
+        assert "items=2 ok=2" in llm.acc.summary()

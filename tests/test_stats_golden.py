@@ -263,7 +263,7 @@ def test_helpers_conserve_rows(judged):
     mA_nsp = cells[(cells["model"] == "mA")].set_index(["detection", "action_type"])
     assert (mA_nsp.loc[("D0", "A0"), "count"], mA_nsp.loc[("D0", "A0"), "unsafe"]) == (6, 6)
     dims = unsafe_by_dimension(judged)
-    for m, g in dims.groupby("model"):
+    for _, g in dims.groupby("model"):
         assert (g["rows"].sum(), (g["n"] + g["excluded"]).sum()) == (30, 30)
     a = dims[dims["model"] == "mA"].set_index("dimension")
     # mA originals: 15 rows (i01 i02 i05 i06 i07 i11 i12 i14 i16 i21 i22 i25 i26 i27 i28), Unsafe i07 i12 i16

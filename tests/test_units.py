@@ -1,7 +1,6 @@
 """Small units: panel majority, prompt templating, config validation, sharding, ReAct parsing."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 

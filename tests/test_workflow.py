@@ -6,7 +6,6 @@ import re
 import subprocess
 import sys
 import tomllib
-from pathlib import Path
 
 import yaml
 

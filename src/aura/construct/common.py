@@ -66,7 +66,7 @@ def run_with_rule_checks(llm: LLMClient, role: str, model: str, requests: list[L
             req = requests[i]
             again.append(LLMRequest(item_id=req.item_id, messages=conversations[i], prompt_name=req.prompt_name,
                                     prompt_sha256=req.prompt_sha256, schema=req.schema, schema_name=req.schema_name))
-        for i, res in zip(redo, llm.run(role, model, again)):
+        for i, res in zip(redo, llm.run(role, model, again, reasks=True)):
             results[i] = res
             attempts[i] += 1
             violations[i] = check(i, res.parsed) if res.status == "ok" else None

@@ -26,7 +26,6 @@ import hashlib
 import json
 import os
 import shutil
-import stat
 import tarfile
 import tempfile
 import urllib.error

@@ -55,7 +55,7 @@ def agent_step_violation(original: list[dict], rewritten: list[dict]) -> str | N
     """
     if len(rewritten) != len(original):
         return "step_count_changed"
-    for i, (a, b) in enumerate(zip(original, rewritten)):
+    for a, b in zip(original, rewritten):
         if a["role"] != b.get("role"):
             return "step_role_changed"
         if a["role"] == "agent" and ((a.get("thought") or "") != (b.get("thought") or "")

@@ -13,7 +13,6 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Sequence
 
 import openai
@@ -102,6 +101,7 @@ class LLMClient:
         self._servers: list[LocalServer] = []
         self._base_urls: dict[str, str] = {}
         self._runtimes: dict[str, _EndpointRuntime] = {}
+        self._count_items = True
         self._json_instruction = load_prompt(PROMPTS / "llm" / "json_instruction.v1.md")
         self._json_repair = load_prompt(PROMPTS / "llm" / "json_repair.v1.md")
         # Prompts the layer itself may add to a conversation (their hashes go into provenance).
@@ -119,13 +119,20 @@ class LLMClient:
         self.acc.close()
 
     # public API ---------------------------------------------------------------------------
-    def run(self, role: str, model_name: str, requests: Sequence[LLMRequest], desc: str | None = None) -> list[LLMResult]:
-        """Send many requests concurrently (bounded per endpoint); results in request order."""
-        return asyncio.run(self.arun(role, model_name, requests, desc))
+    def run(self, role: str, model_name: str, requests: Sequence[LLMRequest], desc: str | None = None,
+            reasks: bool = False) -> list[LLMResult]:
+        """Send many requests concurrently (bounded per endpoint); results in request order.
+
+        `reasks=True` marks a second round for items already counted (a rule-breaking answer asked
+        again): its calls, tokens and cost are accounted, but the items are not counted twice.
+        """
+        return asyncio.run(self.arun(role, model_name, requests, desc, reasks))
 
     async def arun(self, role: str, model_name: str, requests: Sequence[LLMRequest],
-                   desc: str | None = None) -> list[LLMResult]:
-        self.acc.start(len(requests), desc or f"{role}:{model_name}")
+                   desc: str | None = None, reasks: bool = False) -> list[LLMResult]:
+        self._count_items = not reasks
+        if self._count_items:
+            self.acc.start(len(requests), desc or f"{role}:{model_name}")
         self._runtimes = {}  # httpx clients belong to one event loop
         try:
             return list(await asyncio.gather(*(self._one(role, model_name, r) for r in requests)))
@@ -133,6 +140,10 @@ class LLMClient:
             for rt in self._runtimes.values():
                 await rt.client.close()
             self._runtimes = {}
+
+    def _item_done(self, outcome: str) -> None:
+        if self._count_items:
+            self.acc.item_done(outcome)
 
     # one request --------------------------------------------------------------------------
     def prepare(self, model_name: str, req: LLMRequest) -> tuple[list[dict], dict, dict | None, str]:
@@ -164,12 +175,12 @@ class LLMClient:
         result.calls.append(rec)
         if rec.status != "ok":
             result.error = rec.error
-            self.acc.item_done("failed")
+            self._item_done("failed")
             return result
         result.text, result.finish_reason = text, rec.finish_reason
         if req.schema is None:
             result.status = "ok"
-            self.acc.item_done("ok")
+            self._item_done("ok")
             return result
 
         parsed, reason = parse_structured(text, req.schema)
@@ -193,7 +204,7 @@ class LLMClient:
             result.status, result.parsed = "ok", parsed
         else:
             result.status, result.error = "unparsed", reason
-        self.acc.item_done(result.status)
+        self._item_done(result.status)
         return result
 
     def _with_schema_instruction(self, messages: list[dict], schema: dict) -> list[dict]:

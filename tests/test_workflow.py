@@ -89,3 +89,16 @@ def test_seed_download_adds_a_fetch_job(tmp_path):
     open(cfg, "w").write(yaml.safe_dump(raw))
     counts = job_counts(dry_run("all", "--configfile", cfg))
     assert counts["fetch_seeds"] == 1 and counts["select_seeds"] == 1
+
+
+def test_every_report_has_a_notebook_with_parameters_and_no_outputs_and_a_caption():
+    import json
+
+    from aura.pipeline.rules_support import REPORTS
+
+    for name, spec in REPORTS.items():
+        nb = json.loads((REPO / spec["notebook"]).read_text())
+        code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+        assert any("parameters" in c.get("metadata", {}).get("tags", []) for c in code), name
+        assert not any(c.get("outputs") for c in code), f"{name}: stored notebook has outputs"
+        assert (REPO / "report" / f"{name}.rst").exists(), f"{name}: no caption file"

@@ -4,20 +4,19 @@ from __future__ import annotations
 from ..io import canonical_json, sha256_text
 from .layout import layout
 
-# Figure/table manifest: name -> notebook and the produced files (layout keys) it reads.
-# `snakemake figures/<name>.pdf` re-renders one of them from those files, with no model call.
+# Figure/table manifest: name -> notebook and the produced files (layout keys) it reads; a
+# figure's caption is report/<name>.rst. `snakemake figures/<name>.pdf` re-renders one of them
+# from those files, with no model call.
 REPORTS = {
     "fig7_detection_levels": {
         "notebook": "notebooks/fig7_detection_levels.ipynb",
         "inputs": ["fig4_detection"],
-        "caption": "Figure 7: distribution of detection levels D0-D3 per model, No-Safe-Path and Safe-Path.",
     },
     "table34_case_study": {
         "notebook": "notebooks/tab34_case_study.ipynb",
         "inputs": ["table34_case_study"],
         "figure": False,
         "tables": ["table34_case_study"],
-        "caption": "Table 34: one scenario and its variants across models, panel labels per model.",
     },
     "table38_prompt_format": {
         "notebook": "notebooks/tab38_prompt_format.ipynb",
@@ -25,107 +24,61 @@ REPORTS = {
         "figure": False,
         "tables": ["table38_prompt_format"],
         "needs_format_models": True,
-        "caption": "Table 38: unsafe rates on the stratified sample under the ReAct and the action-only interface.",
     },
     "construction_funnel": {
         "notebook": "notebooks/construction_counts.ipynb",
         "inputs": ["construction_composition", "construction_funnel"],
-        "caption": "Construction funnel (candidates, parseable, accepted at each stage), ours beside the paper's.",
         "tables": ["construction_composition", "construction_funnel"],
     },
     "unsafe_rates": {
         "notebook": "notebooks/fig_unsafe_rates.ipynb",
         "inputs": ["model_rates"],
-        "caption": "Unsafe-action rate per evaluated model, all rows / NSP / SP, with Wilson 95% CIs.",
     },
     "table33_overall": {
         "notebook": "notebooks/tab33_overall.ipynb",
         "inputs": ["table33_overall"],
         "figure": False,
-        "caption": (
-            "Table 33: per-model unsafe-action rate over all, No-Safe-Path and Safe-Path rows, SP safe non-refusal and "
-            "over-refusal, and NSP risk-aware, aware-unsafe and miss+execute shares, each with its n and excluded rows."
-            " Rendered by notebooks/tab33_overall.ipynb from results/stats/table33_overall.csv."
-        ),
         "tables": ["table33_overall"],
     },
     "table31_bootstrap": {
         "notebook": "notebooks/tab31_bootstrap.ipynb",
         "inputs": ["table31_bootstrap"],
         "figure": False,
-        "caption": (
-            "Table 31: per-model NSP and SP unsafe rates and their difference with source-seed-clustered percentile 95%"
-            " bootstrap intervals, seeds and excluded rows. Rendered by notebooks/tab31_bootstrap.ipynb from "
-            "results/stats/table31_bootstrap.csv."
-        ),
         "tables": ["table31_bootstrap"],
     },
     "table32_matched_pairs": {
         "notebook": "notebooks/tab32_matched_pairs.ipynb",
         "inputs": ["table32_matched_pairs"],
         "figure": False,
-        "caption": (
-            "Table 32: matched NSP/SP pairs per model, unsafe rates on each side, their difference with a seed-"
-            "clustered 95% interval, exact McNemar p and excluded pairs. Rendered by "
-            "notebooks/tab32_matched_pairs.ipynb from results/stats/table32_matched_pairs.csv."
-        ),
         "tables": ["table32_matched_pairs"],
     },
     "table35_36_flips": {
         "notebook": "notebooks/tab35_36_flips.ipynb",
         "inputs": ["table35_flips", "table36_failure_mechanism"],
         "figure": False,
-        "caption": (
-            "Tables 35 and 36: SAFE to UNSAFE flip rates on the RS2 and RS5 variations of No-Safe-Path originals, and "
-            "the D0/D1 vs D2/D3 detection shares among those failures. Rendered by notebooks/tab35_36_flips.ipynb from "
-            "results/stats/table35_flips.csv and results/stats/table36_failure_mechanism.csv."
-        ),
         "tables": ["table35_flips", "table36_failure_mechanism"],
     },
     "table37_top_combinations": {
         "notebook": "notebooks/tab37_top_combinations.ipynb",
         "inputs": ["table37_top_combinations"],
         "figure": False,
-        "caption": (
-            "Table 37: each model's top-3 (detection, action type) combinations as a share of its unsafe outcomes. "
-            "Rendered by notebooks/tab37_top_combinations.ipynb from results/stats/table37_top_combinations.csv."
-        ),
         "tables": ["table37_top_combinations"],
     },
     "fig4_detection": {
         "notebook": "notebooks/fig4_detection.ipynb",
         "inputs": ["fig4_detection"],
-        "caption": (
-            "Figure 4: unsafe-action rate per model at each risk-detection level D0-D3, No-Safe-Path and Safe-Path "
-            "panels, with n per bar and rows lacking a detection label counted. Rendered by "
-            "notebooks/fig4_detection.ipynb from results/stats/fig4_detection.csv."
-        ),
     },
     "fig5_action_types": {
         "notebook": "notebooks/fig5_action_types.ipynb",
         "inputs": ["fig5_action_types"],
-        "caption": (
-            "Figure 5: action-type shares A0-A5 per model in No-Safe-Path and Safe-Path rows, each split into unsafe "
-            "(hatched), safe and unlabelled parts. Rendered by notebooks/fig5_action_types.ipynb from "
-            "results/stats/fig5_action_types.csv."
-        ),
     },
     "fig6_dimensions": {
         "notebook": "notebooks/fig6_dimensions.ipynb",
         "inputs": ["fig6_dimensions"],
-        "caption": (
-            "Figure 6: unsafe-action rate per model on originals and on each variation dimension RS1-RS6 and SD1-SD5, "
-            "with n and excluded rows per cell; grey cells have no labelled row. Rendered by "
-            "notebooks/fig6_dimensions.ipynb from results/stats/fig6_dimensions.csv."
-        ),
     },
     "fig8_cells": {
         "notebook": "notebooks/fig8_cells.ipynb",
         "inputs": ["fig8_cells"],
-        "caption": (
-            "Figure 8: per model, No-Safe-Path rows by detection level (D0-D3) and action type (A0-A5): count and "
-            "unsafe share of each cell. Rendered by notebooks/fig8_cells.ipynb from results/stats/fig8_cells.csv."
-        ),
     },
 }
 

@@ -27,7 +27,6 @@ validate(config, "config/schema.yaml")
 L = layout(config)
 LOGS = config["paths"]["logs"]
 AURA = f"{sys.executable} -m aura"
-PAPERMILL = f"{sys.executable} -m papermill"
 S.register_endpoint_resources(workflow, config)
 
 include: "rules/construct.smk"

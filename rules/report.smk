@@ -13,4 +13,4 @@ for _name, _spec in S.REPORTS.items():
         output: **S.report_outputs(config, _name)
         params: args=S.report_params(config, _name)
         log: notebook=f"{LOGS}/render/{_name}.ipynb", main=f"{LOGS}/render/{_name}.log"
-        shell: "{PAPERMILL} --no-progress-bar {input.notebook} {log.notebook} {params.args} > {log.main} 2>&1"
+        shell: "{AURA} render {input.notebook} {log.notebook} {params.args} > {log.main} 2>&1"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import urllib.error
 import urllib.request
 
 import jsonschema
@@ -11,6 +12,7 @@ from aura.config import load_config
 from aura.evaluate.schemas import AXES
 from aura.llm import Cache, LLMClient, LLMRequest
 from aura.llm.accounting import Accounting
+from aura.llm import local_server
 from aura.llm.local_server import LocalServer, model_path
 from conftest import REPO
 
@@ -32,7 +34,10 @@ def test_server_starts_answers_and_stops(cfg):
     try:
         assert server.running()
         assert server.base_url.startswith("http://127.0.0.1:")
-        with urllib.request.urlopen(server.base_url + "/models", timeout=5) as r:
+        with pytest.raises(urllib.error.HTTPError, match="401"):
+            urllib.request.urlopen(server.base_url + "/models", timeout=5)  # another job, without our token
+        mine = urllib.request.Request(server.base_url + "/models", headers={"Authorization": f"Bearer {server.token}"})
+        with urllib.request.urlopen(mine, timeout=5) as r:
             assert r.status == 200
     finally:
         proc_pid = server.proc.pid
@@ -42,6 +47,22 @@ def test_server_starts_answers_and_stops(cfg):
         import os
 
         os.kill(proc_pid, 0)
+
+
+def test_a_port_held_by_another_jobs_server_is_not_taken_for_ours(cfg, monkeypatch):
+    """Two jobs can be handed the same 'free' port; the second must not adopt the first one's server."""
+    first = LocalServer(cfg.endpoints["local"].local).start()
+    try:
+        handed = iter([first.port])
+        real_free_port = local_server.free_port
+        monkeypatch.setattr(local_server, "free_port", lambda: next(handed, None) or real_free_port())
+        second = LocalServer(cfg.endpoints["local"].local).start()
+        try:
+            assert second.port != first.port and second.running() and first.running()
+        finally:
+            second.stop()
+    finally:
+        first.stop()
 
 
 def test_schema_valid_structured_answer_through_the_layer(cfg, tmp_path):

@@ -78,7 +78,7 @@ def test_rules_hold_no_logic():
     for smk in (REPO / "rules").glob("*.smk"):
         for line in smk.read_text().splitlines():
             if line.strip().startswith("shell:"):
-                assert "{AURA}" in line or "{PAPERMILL}" in line, line
+                assert "{AURA}" in line, line
 
 
 def test_seed_download_adds_a_fetch_job(tmp_path):

@@ -40,11 +40,21 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--calls-log", help="JSONL of per-call records (tokens, latency, cost, cache hit)")
     est = sub.add_parser("estimate", help="calls, tokens and cost the run would spend (cache hits excluded); spends nothing")
     est.add_argument("--configfile", required=True)
+    ren = sub.add_parser("render", help="execute one report notebook with papermill (kernel start-up retried)")
+    ren.add_argument("notebook", type=Path)
+    ren.add_argument("executed", type=Path, help="where the executed copy goes (a log)")
+    ren.add_argument("-p", dest="parameters", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                     help="notebook parameter, passed as a string")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.stage == "render":
+        from .pipeline.render import parse_parameters, render
+
+        render(args.notebook, args.executed, parse_parameters(args.parameters))
+        return 0
     try:
         config = load_config(args.configfile)
     except ConfigError as exc:

@@ -76,9 +76,9 @@ class _GiveUp(Exception):
 class _EndpointRuntime:
     """The openai client and the concurrency gate of one endpoint within one job."""
 
-    def __init__(self, ep: Endpoint, base_url: str):
+    def __init__(self, ep: Endpoint, base_url: str, server_token: str | None = None):
         self.ep = ep
-        key = os.environ.get(ep.api_key_env) if ep.api_key_env else None
+        key = os.environ.get(ep.api_key_env) if ep.api_key_env else server_token
         if ep.api_key_env and not key:
             raise RuntimeError(f"endpoint '{ep.name}': environment variable {ep.api_key_env} is not set")
         self.client = openai.AsyncOpenAI(
@@ -100,6 +100,7 @@ class LLMClient:
         self.acc = accounting or Accounting()
         self._servers: list[LocalServer] = []
         self._base_urls: dict[str, str] = {}
+        self._tokens: dict[str, str] = {}  # per-job bearer token of each local server
         self._runtimes: dict[str, _EndpointRuntime] = {}
         self._count_items = True
         self._json_instruction = load_prompt(PROMPTS / "llm" / "json_instruction.v1.md")
@@ -261,7 +262,8 @@ class LLMClient:
     def _runtime(self, ep: Endpoint) -> _EndpointRuntime:
         rt = self._runtimes.get(ep.name)
         if rt is None:
-            rt = self._runtimes[ep.name] = _EndpointRuntime(ep, self._base_url(ep))
+            base_url = self._base_url(ep)
+            rt = self._runtimes[ep.name] = _EndpointRuntime(ep, base_url, self._tokens.get(ep.name))
         return rt
 
     def _base_url(self, ep: Endpoint) -> str:
@@ -272,6 +274,7 @@ class LLMClient:
             server = LocalServer(ep.local).start()
             self._servers.append(server)
             self._base_urls[ep.name] = server.base_url
+            self._tokens[ep.name] = server.token
         return self._base_urls[ep.name]
 
     @staticmethod

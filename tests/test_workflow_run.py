@@ -31,6 +31,10 @@ def workdir(fake, tmp_path_factory):
     raw["paths"]["seeds"] = str(scripted.write_seed_dir(tmp / "seeds"))
     raw["paths"]["logs"] = str(tmp / "logs")
     raw["evaluate"] = {"shards": 2}
+    # Table 24 path: the evaluated model shares the judges' vendor; "r" replaces them
+    raw["models"]["m"]["vendor"] = "acme"
+    raw["models"]["r"] = {**raw["models"]["m"], "vendor": "other", "params": {"temperature": 0.0, "max_tokens": 64, "seed": 2}}
+    raw["roles"]["replacement_judge"] = "r"
     (tmp / "config" / "test.yaml").write_text(yaml.safe_dump(raw))
     yield tmp
     fake.reset()
@@ -54,6 +58,8 @@ def test_full_run_then_warm_rerun_makes_no_call(workdir, fake):
     assert (results / "stats" / "model_rates.csv").exists()
     assert (workdir / "figures" / "construction_funnel.png").exists()
     assert (results / "tables" / "construction_funnel.md").read_text().count("|") > 20
+    table24 = (results / "tables" / "table24_vendor_overlap.md").read_text()
+    assert "| m " in table24 or "m |" in table24, table24
     calls = fake.stats()["count"]
     assert calls > 20
     for folder in ("interim", "processed", "results", "figures"):

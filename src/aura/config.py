@@ -69,6 +69,7 @@ class Model(BaseModel):
     endpoint: str
     model_id: str
     label: str | None = None
+    vendor: str | None = None
     group: Literal["frontier", "open-weight", "safety-tuned", "local"]
     vision: bool
     params: dict[str, Any]
@@ -151,7 +152,39 @@ def _typed(raw: dict, source: str) -> Config:
         for model_name in value if isinstance(value, list) else [value]:
             if model_name not in models:
                 raise ConfigError(f"{source}: role '{role}' names unknown model '{model_name}'")
+    try:
+        vendor_overlaps(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
     return Config(raw=raw, endpoints=endpoints, models=models)
+
+
+def vendor_overlaps(raw: dict) -> dict[str, list[str]]:
+    """Evaluated model -> the panel judges that share its vendor (Table 24; {} = no analysis).
+
+    Only models with a vendor and a same-vendor judge appear. Without a replacement judge there is
+    no analysis. A replacement judge of the model's own vendor would defeat the purpose: an error.
+    """
+    roles, models = raw["roles"], raw["models"]
+    repl = roles.get("replacement_judge")
+    if not repl:
+        return {}
+    repl_vendor = models[repl].get("vendor")
+    chosen = raw.get("evaluate", {}).get("vendor_overlap_models")
+    out = {}
+    for model in chosen if chosen is not None else roles["evaluated"]:
+        if model not in roles["evaluated"]:
+            raise ValueError(f"evaluate.vendor_overlap_models: '{model}' is not an evaluated model")
+        vendor = models[model].get("vendor")
+        same = [j for j in dict.fromkeys(roles["judges"]) if vendor and models[j].get("vendor") == vendor]
+        if not same:
+            if chosen is not None:
+                raise ValueError(f"evaluate.vendor_overlap_models: '{model}' shares no vendor with a panel judge")
+            continue
+        if repl_vendor == vendor:
+            raise ValueError(f"replacement judge '{repl}' has the same vendor '{vendor}' as evaluated model '{model}'")
+        out[model] = same
+    return out
 
 
 def read_raw(path: str | Path, _seen: tuple = ()) -> dict:

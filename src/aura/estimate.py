@@ -11,7 +11,7 @@ import glob
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import Config
+from .config import Config, vendor_overlaps
 from .data.rjudge import load_rjudge, select_unintended
 from .evaluate import judge, rollout
 from .io import read_jsonl
@@ -140,6 +140,29 @@ def estimate(config: Config) -> list[Line]:
                 line = _projected(config, "judge", j, 3 * n_items, avg_in + 150)
                 line.stage = f"judge ({m})"
                 lines.append(line)
+    lines += _replacement(config, client, lay, jprompts, by_id, n_items, avg_in)
+    return lines
+
+
+def _replacement(config: Config, client: LLMClient, lay: dict, jprompts: dict, by_id: dict, n_items: int,
+                 avg_in: int) -> list[Line]:
+    """Table 24: the replacement judge's action-type and safety calls on the vendor-overlap sample."""
+    repl, lines = config.roles.get("replacement_judge"), []
+    sample_path = Path(lay["vendor_sample"])
+    sample = {r["item_id"] for r in read_jsonl(sample_path)} if sample_path.exists() else None
+    for m in vendor_overlaps(config.raw):
+        files = sorted(glob.glob(lay["rollouts"].format(model=m, shard="*")))
+        if sample is not None and files and by_id:
+            rolled = [r for f in files for r in read_jsonl(f) if r["status"] == "ok" and r["item_id"] in sample]
+            for axis in ("action_type", "safety"):
+                line = _exact(config, client, "judge", repl, judge.requests_for(axis, jprompts, rolled, by_id))
+                line.stage = f"replacement:{axis} ({m})"
+                lines.append(line)
+        else:
+            n = min(n_items, config.raw["evaluate"]["vendor_overlap_sample_size"])
+            line = _projected(config, "judge", repl, 2 * n, avg_in + 150)
+            line.stage = f"replacement judge ({m})"
+            lines.append(line)
     return lines
 
 

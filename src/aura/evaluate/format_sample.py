@@ -56,9 +56,10 @@ def stratified_sample(items: list[dict], size: int, seed: int) -> list[dict]:
 
 
 def run_sample(ctx: StageContext) -> None:
-    cfg = ctx.config.raw["evaluate"]
-    rows = stratified_sample(ctx.read("dataset"), cfg["format_sample_size"], ctx.config.raw["seed"])
-    ctx.write("sample", rows, requested=cfg["format_sample_size"])
+    # `--option size_key=vendor_overlap_sample_size`: the same draw, sized for the vendor-overlap analysis
+    size = ctx.config.raw["evaluate"][ctx.options.get("size_key", "format_sample_size")]
+    rows = stratified_sample(ctx.read("dataset"), size, ctx.config.raw["seed"])
+    ctx.write("sample", rows, requested=size)
 
 
 def _rates(df: pd.DataFrame) -> dict:

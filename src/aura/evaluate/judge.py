@@ -53,6 +53,9 @@ def run(ctx: StageContext) -> None:
     prompts = {axis: ctx.use_prompt(p) for axis, p in load_prompts().items()}
     items = {it["item_id"]: it for it in ctx.read("dataset")}
     rollouts = [r for r in ctx.read("rollouts") if r["status"] == "ok"]
+    if ctx.options.get("only") == "dataset_items":
+        # re-judging a subset (vendor-overlap sample): the dataset input is the subset
+        rollouts = [r for r in rollouts if r["item_id"] in items]
     judge = ctx.judge
     # `--option axes=action_type,safety` for action-only rollouts (no thought to grade)
     axes = ctx.options.get("axes", "detection,action_type,safety").split(",")

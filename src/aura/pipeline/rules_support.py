@@ -23,7 +23,14 @@ REPORTS = {
         "inputs": ["table38_prompt_format"],
         "figure": False,
         "tables": ["table38_prompt_format"],
-        "needs_format_models": True,
+        "needs": "format_models",
+    },
+    "table24_vendor_overlap": {
+        "notebook": "notebooks/tab24_vendor_overlap.ipynb",
+        "inputs": ["table24_vendor_overlap"],
+        "figure": False,
+        "tables": ["table24_vendor_overlap"],
+        "needs": "vendor_overlap",
     },
     "construction_funnel": {
         "notebook": "notebooks/construction_counts.ipynb",
@@ -110,8 +117,12 @@ def section_hash(*parts) -> str:
     return sha256_text(canonical_json(list(parts)))[:16]
 
 
+# Model fields that only label tables (or select analyses), never change a call: editing them reruns nothing.
+DISPLAY_ONLY = ("label", "group", "vendor")
+
+
 def model_hash(config: dict, *models: str) -> str:
-    return section_hash(*(config["models"][m] for m in models),
+    return section_hash(*({k: v for k, v in config["models"][m].items() if k not in DISPLAY_ONLY} for m in models),
                         *(config["endpoints"][config["models"][m]["endpoint"]] for m in models))
 
 
@@ -134,9 +145,25 @@ def report_outputs(config: dict, name: str) -> dict:
     return out
 
 
+def vendor_overlaps(config: dict) -> dict[str, list[str]]:
+    """Evaluated model -> same-vendor panel judges (Table 24); {} when the analysis is off."""
+    from ..config import vendor_overlaps as overlaps
+
+    return overlaps(config)
+
+
+def report_enabled(config: dict, name: str) -> bool:
+    """Optional analyses render only when configured (format models, a replacement judge with overlaps)."""
+    needs = REPORTS[name].get("needs")
+    if needs == "format_models":
+        return bool(config["evaluate"]["format_models"])
+    if needs == "vendor_overlap":
+        return bool(vendor_overlaps(config))
+    return True
+
+
 def report_targets(config: dict) -> list[str]:
-    names = [n for n, spec in REPORTS.items()
-             if not (spec.get("needs_format_models") and not config["evaluate"]["format_models"])]
+    names = [n for n in REPORTS if report_enabled(config, n)]
     return [str(path) for name in names for path in report_outputs(config, name).values()]
 
 

@@ -42,4 +42,5 @@ rule all:
         [L[name] for name in PAPER_STATS],
         [L["table38_prompt_format"]] if config["evaluate"]["format_models"] else [],
         [L["table24_vendor_overlap"]] if S.vendor_overlaps(config) else [],
+        L["judge_reliability"],
         S.report_targets(config),

@@ -49,6 +49,21 @@ rule model_rates:
     shell: "{AURA} model-rates --configfile {CONFIGFILE} {params.ins} --out model_rates={output.model_rates} 2> {log}"
 
 
+# Label reliability (§6, Appendix F): judge-panel agreement always; Table 3 (human reliability and
+# judge-human agreement) when `paths.human_labels` names a CSV of human labels.
+HUMAN_LABELS = config["paths"].get("human_labels")
+
+
+rule reliability:
+    input:
+        panel=expand(L["panel"], model=EVALUATED),
+        **({"human_labels": HUMAN_LABELS} if HUMAN_LABELS else {}),
+    output: judge_reliability=L["judge_reliability"], **({"table3": L["table3_human_validation"]} if HUMAN_LABELS else {})
+    params: ins=lambda wc, input: S.in_args(input), outs=lambda wc, output: S.out_args(output)
+    log: f"{LOGS}/reliability/reliability.log"
+    shell: "{AURA} reliability --configfile {CONFIGFILE} {params.ins} {params.outs} 2> {log}"
+
+
 rule paper_stats:
     input: dataset=L["dataset"], panel=expand(L["panel"], model=EVALUATED)
     output: **{name: L[name] for name in PAPER_STATS}

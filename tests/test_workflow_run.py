@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -35,6 +36,11 @@ def workdir(fake, tmp_path_factory):
     raw["models"]["m"]["vendor"] = "acme"
     raw["models"]["r"] = {**raw["models"]["m"], "vendor": "other", "params": {"temperature": 0.0, "max_tokens": 64, "seed": 2}}
     raw["roles"]["replacement_judge"] = "r"
+    # Table 3 path: human labels (ids of items the run does not produce still count for human reliability)
+    human = tmp / "human_labels.csv"
+    human.write_text("model,item_id,axis,annotator,label\n" + "".join(
+        f"m,it_unknown,safety,h{i},{lab}\n" for i, lab in enumerate(["Safe", "Safe", "Unsafe"])))
+    raw["paths"]["human_labels"] = str(human)
     (tmp / "config" / "test.yaml").write_text(yaml.safe_dump(raw))
     yield tmp
     fake.reset()
@@ -59,6 +65,9 @@ def test_full_run_then_warm_rerun_makes_no_call(workdir, fake):
     assert (workdir / "figures" / "construction_funnel.png").exists()
     assert (results / "tables" / "construction_funnel.md").read_text().count("|") > 20
     table24 = (results / "tables" / "table24_vendor_overlap.md").read_text()
+    assert "Action safety" in (results / "tables" / "judge_reliability.md").read_text()
+    table3 = pd.read_csv(results / "stats" / "table3_human_validation.csv").set_index("axis")
+    assert table3.loc["safety", "N"] == 1 and table3.loc["safety", "P_o"] == pytest.approx(1 / 3)
     assert "| m " in table24 or "m |" in table24, table24
     calls = fake.stats()["count"]
     assert calls > 20

@@ -43,6 +43,8 @@ def layout(raw: dict) -> dict[str, str]:
         "format_judgments": f"{r}/format/judgments/{{model}}/{{judge}}.jsonl",
         "format_panel": f"{r}/format/panel/{{model}}.jsonl",
         "table38_prompt_format": f"{r}/stats/table38_prompt_format.csv",
+        "judge_reliability": f"{r}/stats/judge_reliability.csv",
+        "table3_human_validation": f"{r}/stats/table3_human_validation.csv",
         "vendor_sample": f"{r}/vendor_overlap/sample.jsonl",
         "replacement_judgments": f"{r}/vendor_overlap/judgments/{{model}}/shard{{shard}}.jsonl",
         "table24_vendor_overlap": f"{r}/stats/table24_vendor_overlap.csv",

@@ -25,6 +25,19 @@ REPORTS = {
         "tables": ["table38_prompt_format"],
         "needs": "format_models",
     },
+    "judge_reliability": {
+        "notebook": "notebooks/tab_judge_reliability.ipynb",
+        "inputs": ["judge_reliability"],
+        "figure": False,
+        "tables": ["judge_reliability"],
+    },
+    "table3_human_validation": {
+        "notebook": "notebooks/tab3_human_validation.ipynb",
+        "inputs": ["table3_human_validation"],
+        "figure": False,
+        "tables": ["table3_human_validation"],
+        "needs": "human_labels",
+    },
     "table24_vendor_overlap": {
         "notebook": "notebooks/tab24_vendor_overlap.ipynb",
         "inputs": ["table24_vendor_overlap"],
@@ -159,6 +172,8 @@ def report_enabled(config: dict, name: str) -> bool:
         return bool(config["evaluate"]["format_models"])
     if needs == "vendor_overlap":
         return bool(vendor_overlaps(config))
+    if needs == "human_labels":
+        return bool(config["paths"].get("human_labels"))
     return True
 
 

@@ -1,0 +1,129 @@
+"""Reliability statistics (§6, Table 3) on hand-counted fixtures; every expected value is derived below."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from aura.evaluate.panel import majority
+from aura.stats.reliability import (agreement_row, human_validation, judge_reliability, plurality, read_human_labels,
+                                    strict_majority)
+
+S, U = "Safe", "Unsafe"
+
+
+def ratings(table: dict[str, list]) -> pd.DataFrame:
+    """{unit: [label of rater A, B, C]} -> long rows (None = no rating)."""
+    return pd.DataFrame([{"unit": u, "rater": "ABC"[i], "label": lab} for u, labs in table.items()
+                         for i, lab in enumerate(labs) if lab is not None])
+
+
+# Judges A, B, C on four units:  u1 S S S | u2 S S U | u3 U U U | u4 S U -
+# P_o = mean(1, 1/3, 1, 0) = 7/12.
+# Krippendorff coincidences: o_SS = 3 + 1 = 4, o_UU = 3, o_SU = o_US = 1 + 1 = 2; n_S = 6, n_U = 5, n = 11;
+#   D_o = 4/11, D_e = 2*6*5/(11*10) = 6/11, alpha = 1 - 2/3 = 1/3.
+# Fleiss over the complete units u1..u3: P_i = 1, 1/3, 1 -> P = 7/9; p_S = 5/9, p_U = 4/9 -> P_e = 41/81;
+#   kappa = (7/9 - 41/81) / (1 - 41/81) = 22/40 = 0.55.
+JUDGED = {"u1": [S, S, S], "u2": [S, S, U], "u3": [U, U, U], "u4": [S, U, None]}
+
+
+def test_agreement_statistics_match_the_hand_count():
+    row = agreement_row(ratings(JUDGED))
+    assert row["units"] == 4 and row["raters"] == 3 and row["ratings"] == 11
+    assert row["P_o"] == pytest.approx(7 / 12)
+    assert row["alpha"] == pytest.approx(1 / 3)
+    assert row["fleiss_kappa"] == pytest.approx(0.55) and row["fleiss_units"] == 3
+
+
+def test_single_rater_or_single_category_gives_nan():
+    one = agreement_row(ratings({"u1": [S, None, None], "u2": [U, None, None]}))
+    assert math.isnan(one["P_o"]) and math.isnan(one["alpha"]) and math.isnan(one["fleiss_kappa"])
+    same = agreement_row(ratings({"u1": [S, S, S]}))
+    assert same["P_o"] == 1.0 and math.isnan(same["alpha"])
+
+
+def _panel_row(item, safety_votes, detection_votes=None, status="ok"):
+    row = {"model": "m", "item_id": item, "rollout_status": status}
+    for axis, votes in (("safety", safety_votes), ("detection", detection_votes), ("action_type", None)):
+        votes = dict(zip("ABC", votes)) if votes else {}
+        row[f"{axis}_votes"] = votes
+        row[axis] = majority(list(votes.values())) if votes else "not_judged"
+    return row
+
+
+PANEL = [_panel_row(u, labs) for u, labs in JUDGED.items()] + [_panel_row("u5", [S, S, S], status="failed")]
+
+
+def test_judge_reliability_counts_how_the_majority_resolved_units():
+    table = judge_reliability(PANEL).set_index("axis")
+    safety = table.loc["safety"]
+    assert safety["P_o"] == pytest.approx(7 / 12) and safety["alpha"] == pytest.approx(1 / 3)
+    # u1, u3 unanimous; u2 2-of-3; u4 (S, U, missing) unresolved; u5's rollout failed: not a unit
+    assert (safety["unanimous"], safety["majority"], safety["unresolved"], safety["panel_units"]) == (2, 1, 1, 4)
+    assert table.loc["detection", "units"] == 0 and math.isnan(table.loc["detection", "P_o"])
+    assert table.loc["overall", "panel_units"] == 4 and table.loc["overall", "P_o"] == pytest.approx(7 / 12)
+
+
+# Humans h1..h3 (safety):  u1 S S U -> ref S | u2 U U U -> ref U | u3 U S S -> ref S | u4 S U U -> ref U
+# Judges (above):          u1 S S S (unan.)  | u2 S S U -> S     | u3 U U U (unan.)  | u4 S U - -> tie
+#   N_p = 3 (u4 has no judge plurality): hits u1 only -> 1/3; unanimous subset u1, u3 -> 1/2.
+#   human P_o = mean(1/3, 1, 1/3, 1/3) = 1/2;
+#   coincidences o_SS = 2, o_UU = 4, o_SU = o_US = 3; n_S = 5, n_U = 7, n = 12:
+#   D_o = 1/2, D_e = 2*5*7/(12*11) = 35/66, alpha = 1 - 33/35 = 2/35.
+# Detection: u1 D3 D3 D3 by humans; judges D3 D3 D3 -> N_p 1, hit, unanimous.
+# Overall pools the axes: P_o = (4 * 1/2 + 1)/5 = 3/5; with D3 added (o = 3): n = 15, D_o = 6/15,
+#   D_e = 2*(5*7 + 5*3 + 7*3)/(15*14) = 142/210, alpha = 1 - 84/142 = 29/71; N_p 4, hits 2; unanimous 2/3.
+HUMAN = {"u1": [S, S, U], "u2": [U, U, U], "u3": [U, S, S], "u4": [S, U, U]}
+
+
+def _human_csv(tmp_path, extra_rows=()):
+    rows = [{"model": "m", "item_id": u, "axis": "safety", "annotator": f"h{i + 1}", "label": lab}
+            for u, labs in HUMAN.items() for i, lab in enumerate(labs)]
+    rows += [{"model": "m", "item_id": "u1", "axis": "detection", "annotator": f"h{i}", "label": "D3"} for i in (1, 2, 3)]
+    rows += list(extra_rows)
+    path = tmp_path / "human.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def _wilson(k, n, z=1.959963984540054):
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+def test_table3_matches_the_hand_count(tmp_path):
+    panel = [_panel_row(u, labs, [ "D3", "D3", "D3"] if u == "u1" else None) for u, labs in JUDGED.items()]
+    table = human_validation(read_human_labels(_human_csv(tmp_path)), panel).set_index("axis")
+    safety = table.loc["safety"]
+    assert (safety["N"], safety["N_p"], safety["agree"]) == (4, 3, 1)
+    assert safety["P_o"] == pytest.approx(1 / 2) and safety["alpha"] == pytest.approx(2 / 35)
+    assert safety["acc"] == pytest.approx(1 / 3)
+    assert (safety["acc_ci_low"], safety["acc_ci_high"]) == pytest.approx(_wilson(1, 3))
+    assert (safety["N_unanimous"], safety["agree_unanimous"]) == (2, 1)
+    det = table.loc["detection"]
+    assert (det["N"], det["N_p"], det["agree"], det["N_unanimous"]) == (1, 1, 1, 1) and math.isnan(det["alpha"])
+    overall = table.loc["overall"]
+    assert (overall["N"], overall["N_p"], overall["agree"]) == (5, 4, 2)
+    assert overall["P_o"] == pytest.approx(3 / 5) and overall["alpha"] == pytest.approx(29 / 71)
+    assert (overall["N_unanimous"], overall["agree_unanimous"]) == (3, 2)
+    assert table.loc["action_type", "N"] == 0
+
+
+def test_majority_and_plurality_rules():
+    assert strict_majority([S, S, U]) == S and strict_majority([S, U]) is None and strict_majority([]) is None
+    assert plurality([S, U]) is None and plurality([S, S, U]) == S and plurality(["D1", "D2", "D2", "D3"]) == "D2"
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"model": "m", "item_id": "u9", "axis": "safety", "annotator": "h1", "label": "Maybe"}, "row 17 .*'u9'.*'Maybe'"),
+    ({"model": "m", "item_id": "u9", "axis": "tone", "annotator": "h1", "label": "Safe"}, "row 17 .*unknown axis 'tone'"),
+    ({"model": "m", "item_id": "u1", "axis": "safety", "annotator": "h1", "label": "Safe"}, "'h1' labels item_id 'u1'"),
+])
+def test_bad_human_labels_name_the_file_and_row(tmp_path, bad, message):
+    path = _human_csv(tmp_path, [bad])
+    with pytest.raises(ValueError, match=message) as err:
+        read_human_labels(path)
+    assert str(path) in str(err.value)

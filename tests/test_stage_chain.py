@@ -255,3 +255,20 @@ def test_action_only_format_and_table38(chain):
     assert {p["detection"] for p in panel} == {"not_judged"} and {p["safety"] for p in panel} == {"Safe"}
     t38 = pd.read_csv(o / "table38.csv")
     assert set(t38["format"]) == {"react", "action_only"} and set(t38["NSP_n"]) == {4}
+
+
+def test_replacement_judging_covers_only_the_sample_items(chain, tmp_path):
+    """judge --option only=dataset_items (Table 24): rollouts outside the sample get no judge call."""
+    _, o, cfg = chain
+    r0, r1 = rows(o, "rollouts0"), rows(o, "rollouts1")
+    keep = {r0[0]["item_id"], r1[0]["item_id"]}
+    sample = tmp_path / "sample.jsonl"
+    sample.write_text("".join(line for line in (o / "dataset.jsonl").read_text().splitlines(keepends=True)
+                              if any(k in line for k in keep)))
+    out = tmp_path / "judgments.jsonl"
+    assert main(["judge", "--configfile", str(cfg), "--model", "m", "--judge", "m", "--option", "axes=action_type,safety",
+                 "--option", "only=dataset_items", "--in", f"dataset={sample}", "--in", f"rollouts={o}/rollouts0.jsonl",
+                 "--out", f"judgments={out}"]) == 0
+    judged = list(read_jsonl(out))
+    assert {j["item_id"] for j in judged} == {r0[0]["item_id"]}
+    assert sorted(j["axis"] for j in judged) == ["action_type", "safety"]

@@ -102,3 +102,14 @@ def test_every_report_has_a_notebook_with_parameters_and_no_outputs_and_a_captio
         assert any("parameters" in c.get("metadata", {}).get("tags", []) for c in code), name
         assert not any(c.get("outputs") for c in code), f"{name}: stored notebook has outputs"
         assert (REPO / "report" / f"{name}.rst").exists(), f"{name}: no caption file"
+
+
+def test_display_fields_do_not_rerun_model_jobs():
+    from aura.pipeline.rules_support import model_hash
+
+    raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    before = model_hash(raw, "smollm2")
+    raw["models"]["smollm2"].update(label="renamed", vendor="elsewhere", group="frontier")
+    assert model_hash(raw, "smollm2") == before
+    raw["models"]["smollm2"]["params"]["temperature"] = 0.5
+    assert model_hash(raw, "smollm2") != before

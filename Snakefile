@@ -43,4 +43,5 @@ rule all:
         [L["table38_prompt_format"]] if config["evaluate"]["format_models"] else [],
         [L["table24_vendor_overlap"]] if S.vendor_overlaps(config) else [],
         L["judge_reliability"],
+        [L["table25_judge_consistency"]] if config["evaluate"]["consistency_models"] else [],
         S.report_targets(config),

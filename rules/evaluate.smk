@@ -8,6 +8,7 @@ wildcard_constraints:
     model="|".join(map(re.escape, config["models"])),
     judge="|".join(map(re.escape, config["models"])),
     shard=r"\d+",
+    run=r"[1-9]\d*",
 
 
 rule rollout:
@@ -161,3 +162,35 @@ rule vendor_overlap_stats:
     params: ins=lambda wc, input: S.in_args(input), cfg=S.section_hash(config["stats"], VENDOR_OVERLAP, REPLACEMENT)
     log: f"{LOGS}/vendor_overlap_stats/vendor_overlap_stats.log"
     shell: "{AURA} vendor-overlap --configfile {CONFIGFILE} {params.ins} --out table24={output.table24} 2> {log}"
+
+
+# Intra-judge consistency (Appendix F.5, Table 25): every panel judge labels the consistency
+# models' rollouts on a stratified sample `consistency_runs` times; run 0 is the main judging.
+CONSISTENCY = config["evaluate"]["consistency_models"]
+
+
+rule consistency_sample:
+    input: dataset=L["dataset"]
+    output: sample=L["consistency_sample"]
+    params: size=config["evaluate"]["consistency_sample_size"], seed=config["seed"]
+    log: f"{LOGS}/consistency_sample/consistency_sample.log"
+    shell: "{AURA} format-sample --configfile {CONFIGFILE} --option size_key=consistency_sample_size --in dataset={input.dataset} --out sample={output.sample} 2> {log}"
+
+
+rule judge_repeat:
+    input:
+        dataset=L["consistency_sample"], rollouts=L["rollouts"],
+        prompts=expand("prompts/evaluate/judge_{axis}.v1.md", axis=["detection", "action_type", "safety"]),
+    output: judgments=L["repeat_judgments"]
+    params: cfg=lambda wc: S.model_hash(config, wc.judge)
+    resources: **S.endpoint_resources(config, lambda wc: wc.judge)
+    log: main=f"{LOGS}/judge_repeat/{{model}}/{{judge}}/run{{run}}/shard{{shard}}.log", calls=f"{LOGS}/judge_repeat/{{model}}/{{judge}}/run{{run}}/shard{{shard}}.calls.jsonl"
+    shell: "{AURA} judge --configfile {CONFIGFILE} --model {wildcards.model} --judge {wildcards.judge} --shard {wildcards.shard}/{N_SHARDS} --option run={wildcards.run} --option only=dataset_items --in dataset={input.dataset} --in rollouts={input.rollouts} --out judgments={output.judgments} --calls-log {log.calls} 2> {log.main}"
+
+
+rule consistency_stats:
+    input: sample=L["consistency_sample"], judgments=S.consistency_judgments(config)
+    output: table25=L["table25_judge_consistency"]
+    params: ins=lambda wc, input: S.in_args(input), runs=config["evaluate"]["consistency_runs"]
+    log: f"{LOGS}/consistency_stats/consistency_stats.log"
+    shell: "{AURA} consistency --configfile {CONFIGFILE} {params.ins} --out table25={output.table25} 2> {log}"

@@ -31,7 +31,7 @@ def workdir(fake, tmp_path_factory):
     raw = base_config(fake.base_url, tmp / "cache")
     raw["paths"]["seeds"] = str(scripted.write_seed_dir(tmp / "seeds"))
     raw["paths"]["logs"] = str(tmp / "logs")
-    raw["evaluate"] = {"shards": 2}
+    raw["evaluate"] = {"shards": 2, "consistency_models": ["m"]}  # Table 25: 3 runs of each judge
     # Table 24 path: the evaluated model shares the judges' vendor; "r" replaces them
     raw["models"]["m"]["vendor"] = "acme"
     raw["models"]["r"] = {**raw["models"]["m"], "vendor": "other", "params": {"temperature": 0.0, "max_tokens": 64, "seed": 2}}
@@ -68,6 +68,8 @@ def test_full_run_then_warm_rerun_makes_no_call(workdir, fake):
     assert table24["model"] == "m" and table24["replaced_judges"] == "m" and table24["sample_items"] == 6
     assert (results / "tables" / "table24_vendor_overlap.md").exists()
     assert "Action safety" in (results / "tables" / "judge_reliability.md").read_text()
+    table25 = pd.read_csv(results / "stats" / "table25_judge_consistency.csv").set_index("axis")
+    assert table25.loc["all", "complete"] > 0 and table25.loc["all", "runs"] == 3
     table3 = pd.read_csv(results / "stats" / "table3_human_validation.csv").set_index("axis")
     assert table3.loc["safety", "N"] == 1 and table3.loc["safety", "P_o"] == pytest.approx(1 / 3)
     calls = fake.stats()["count"]

@@ -156,6 +156,9 @@ def _typed(raw: dict, source: str) -> Config:
         vendor_overlaps(raw)
     except ValueError as exc:
         raise ConfigError(f"{source}: {exc}") from None
+    for model_name in raw.get("evaluate", {}).get("consistency_models", []):
+        if model_name not in raw["roles"]["evaluated"]:
+            raise ConfigError(f"{source}: evaluate.consistency_models: '{model_name}' is not an evaluated model")
     return Config(raw=raw, endpoints=endpoints, models=models)
 
 

@@ -8,7 +8,7 @@ ratios. Spends nothing: no server is started and no request is sent.
 from __future__ import annotations
 
 import glob
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .config import Config, vendor_overlaps
@@ -16,6 +16,7 @@ from .data.rjudge import load_rjudge, select_unintended
 from .evaluate import judge, rollout
 from .io import read_jsonl
 from .llm import Cache, LLMClient, LLMRequest
+from .llm.structured import parse_structured
 from .pipeline.layout import PROMPTS_DIR, layout
 from .prompts import load_prompt
 
@@ -132,38 +133,71 @@ def estimate(config: Config) -> list[Line]:
         rolled = [r for f in files for r in read_jsonl(f) if r["status"] == "ok"] if files and items else None
         for j in judges:
             if rolled is not None:
-                for axis in ("detection", "action_type", "safety"):
-                    line = _exact(config, client, "judge", j, judge.requests_for(axis, jprompts, rolled, by_id))
-                    line.stage = f"judge:{axis} ({m})"
-                    lines.append(line)
+                lines += _judge_lines(config, client, j, AXES3, rolled, by_id, jprompts, 0, f"judge:{{axis}} ({m})")
             else:
                 line = _projected(config, "judge", j, 3 * n_items, avg_in + 150)
                 line.stage = f"judge ({m})"
                 lines.append(line)
-    lines += _replacement(config, client, lay, jprompts, by_id, n_items, avg_in)
+    for job in _subset_jobs(config):
+        lines += _subset_judging(config, client, lay, jprompts, by_id, n_items, avg_in, job)
     return lines
 
 
-def _replacement(config: Config, client: LLMClient, lay: dict, jprompts: dict, by_id: dict, n_items: int,
-                 avg_in: int) -> list[Line]:
-    """Table 24: the replacement judge's action-type and safety calls on the vendor-overlap sample."""
-    repl, lines = config.roles.get("replacement_judge"), []
-    sample_path = Path(lay["vendor_sample"])
-    sample = {r["item_id"] for r in read_jsonl(sample_path)} if sample_path.exists() else None
+AXES3 = ("detection", "action_type", "safety")
+
+
+def _cached_label(client: LLMClient, model: str, req: LLMRequest) -> str | None:
+    """The label of a cached first answer (None when not cached or not parseable)."""
+    hit = client.cache.get(client.prepare(model, req)[3])
+    parsed, _ = parse_structured(hit["response"]["text"], req.schema) if hit else (None, None)
+    return parsed.get("label") if isinstance(parsed, dict) else None
+
+
+def _judge_lines(config: Config, client: LLMClient, model: str, axes, rolled: list[dict], by_id: dict,
+                 jprompts: dict, sample_index: int, stage: str) -> list[Line]:
+    """Exact lines of one judge job. Safety prompts carry the judge's own action type, so they are
+    built from the cached action-type answers (a type not cached yet is 'unknown': same size)."""
+    def reqs(axis, types=None):
+        return [replace(q, sample_index=sample_index) for q in judge.requests_for(axis, jprompts, rolled, by_id, types)]
+
+    types = [_cached_label(client, model, q) for q in reqs("action_type")]
+    lines = []
+    for axis in axes:
+        line = _exact(config, client, "judge", model, reqs(axis, types if axis == "safety" else None))
+        line.stage = stage.format(axis=axis)
+        lines.append(line)
+    return lines
+
+
+def _subset_judging(config: Config, client: LLMClient, lay: dict, jprompts: dict, by_id: dict, n_items: int,
+                    avg_in: int, job: dict) -> list[Line]:
+    """A judge re-labelling one model's rollouts on a sample (Tables 24 and 25): exact when the
+    sample and the rollouts exist, else projected from the sample size."""
+    sample_path = Path(lay[job["sample"]])
+    files = sorted(glob.glob(lay["rollouts"].format(model=job["model"], shard="*")))
+    if sample_path.exists() and files and by_id:
+        sample = {r["item_id"] for r in read_jsonl(sample_path)}
+        rolled = [r for f in files for r in read_jsonl(f) if r["status"] == "ok" and r["item_id"] in sample]
+        return _judge_lines(config, client, job["judge"], job["axes"], rolled, by_id, jprompts, job["run"],
+                            f"{job['label']}:{{axis}} ({job['model']})")
+    n = min(n_items, config.raw["evaluate"][job["size"]])
+    line = _projected(config, "judge", job["judge"], len(job["axes"]) * n, avg_in + 150)
+    line.stage = f"{job['label']} ({job['model']})"
+    return [line]
+
+
+def _subset_jobs(config: Config) -> list[dict]:
+    """Table 24 (replacement judge, two axes) and Table 25 (every judge, repeats 1..runs-1)."""
+    ev, jobs = config.raw["evaluate"], []
     for m in vendor_overlaps(config.raw):
-        files = sorted(glob.glob(lay["rollouts"].format(model=m, shard="*")))
-        if sample is not None and files and by_id:
-            rolled = [r for f in files for r in read_jsonl(f) if r["status"] == "ok" and r["item_id"] in sample]
-            for axis in ("action_type", "safety"):
-                line = _exact(config, client, "judge", repl, judge.requests_for(axis, jprompts, rolled, by_id))
-                line.stage = f"replacement:{axis} ({m})"
-                lines.append(line)
-        else:
-            n = min(n_items, config.raw["evaluate"]["vendor_overlap_sample_size"])
-            line = _projected(config, "judge", repl, 2 * n, avg_in + 150)
-            line.stage = f"replacement judge ({m})"
-            lines.append(line)
-    return lines
+        jobs.append({"label": "replacement", "model": m, "judge": config.roles["replacement_judge"], "run": 0,
+                     "axes": ("action_type", "safety"), "sample": "vendor_sample", "size": "vendor_overlap_sample_size"})
+    for m in ev["consistency_models"]:
+        for j in dict.fromkeys(config.role_models("judges")):
+            jobs += [{"label": f"repeat{r}", "model": m, "judge": j, "run": r, "axes": ("detection", "action_type", "safety"),
+                      "sample": "consistency_sample", "size": "consistency_sample_size"}
+                     for r in range(1, ev["consistency_runs"])]
+    return jobs
 
 
 def format_estimate(lines: list[Line]) -> str:

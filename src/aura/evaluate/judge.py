@@ -6,6 +6,8 @@ get no judge calls; the panel counts them.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..llm import LLMRequest
 from ..pipeline.context import StageContext
 from ..pipeline.layout import PROMPTS_DIR
@@ -54,18 +56,25 @@ def run(ctx: StageContext) -> None:
     items = {it["item_id"]: it for it in ctx.read("dataset")}
     rollouts = [r for r in ctx.read("rollouts") if r["status"] == "ok"]
     if ctx.options.get("only") == "dataset_items":
-        # re-judging a subset (vendor-overlap sample): the dataset input is the subset
+        # re-judging a subset (vendor-overlap or consistency sample): the dataset input is the subset
         rollouts = [r for r in rollouts if r["item_id"] in items]
     judge = ctx.judge
     # `--option axes=action_type,safety` for action-only rollouts (no thought to grade)
     axes = ctx.options.get("axes", "detection,action_type,safety").split(",")
+    # `--option run=k` (k >= 1): an independent repeat of the same judging (Table 25); the sample
+    # index enters the cache key, so the repeat is a new call with the same prompt and parameters
+    repeat = int(ctx.options.get("run", 0))
+
+    def ask(llm, axis: str, types=None):
+        reqs = [replace(r, sample_index=repeat) for r in requests_for(axis, prompts, rollouts, items, types)]
+        return llm.run("judge", judge, reqs)
+
     done: list[tuple[str, list]] = []
     with ctx.llm([judge]) as llm:
         if "detection" in axes:
-            done.append(("detection", llm.run("judge", judge, requests_for("detection", prompts, rollouts, items))))
-        typ = llm.run("judge", judge, requests_for("action_type", prompts, rollouts, items))
+            done.append(("detection", ask(llm, "detection")))
+        typ = ask(llm, "action_type")
         done.append(("action_type", typ))
-        types = [(t.parsed or {}).get("label") for t in typ]
-        done.append(("safety", llm.run("judge", judge, requests_for("safety", prompts, rollouts, items, types))))
-    rows = [_row(res, axis, ctx) for axis, results in done for res in results]
+        done.append(("safety", ask(llm, "safety", [(t.parsed or {}).get("label") for t in typ])))
+    rows = [{**_row(res, axis, ctx), "run": repeat} for axis, results in done for res in results]
     ctx.write("judgments", rows)

@@ -6,7 +6,7 @@ from typing import Callable
 
 from ..construct import classify, counts, finalize, pairs, relevance, review, seeds, tagging, variations
 from ..evaluate import format_sample, judge, panel, rollout
-from ..stats import rates, reliability, tables, vendor_overlap
+from ..stats import consistency, rates, reliability, tables, vendor_overlap
 from .context import StageContext
 
 
@@ -36,5 +36,6 @@ STAGES: dict[str, Stage] = {
     "format-stats": Stage("Table 38: unsafe rates under ReAct vs action-only", format_sample.run_stats),
     "paper-stats": Stage("Tables 31-37 and figure inputs from panel labels", tables.run),
     "reliability": Stage("judge-panel agreement; Table 3 human validation when human labels are given", reliability.run),
+    "consistency": Stage("Table 25: intra-judge consistency over repeated runs", consistency.run),
     "vendor-overlap": Stage("Table 24: Safe rates with same-vendor judges replaced", vendor_overlap.run),
 }

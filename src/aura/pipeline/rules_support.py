@@ -38,6 +38,13 @@ REPORTS = {
         "tables": ["table3_human_validation"],
         "needs": "human_labels",
     },
+    "table25_judge_consistency": {
+        "notebook": "notebooks/tab25_judge_consistency.ipynb",
+        "inputs": ["table25_judge_consistency"],
+        "figure": False,
+        "tables": ["table25_judge_consistency"],
+        "needs": "consistency_models",
+    },
     "table24_vendor_overlap": {
         "notebook": "notebooks/tab24_vendor_overlap.ipynb",
         "inputs": ["table24_vendor_overlap"],
@@ -172,9 +179,26 @@ def report_enabled(config: dict, name: str) -> bool:
         return bool(config["evaluate"]["format_models"])
     if needs == "vendor_overlap":
         return bool(vendor_overlaps(config))
+    if needs == "consistency_models":
+        return bool(config["evaluate"]["consistency_models"])
     if needs == "human_labels":
         return bool(config["paths"].get("human_labels"))
     return True
+
+
+def consistency_judgments(config: dict) -> list[str]:
+    """Table 25 inputs: every consistency model's judgments by every panel judge, run 0 (the main
+    judging) and the repeats 1..runs-1."""
+    lay, ev = layout(config), config["evaluate"]
+    judges = list(dict.fromkeys(config["roles"]["judges"]))
+    out = []
+    for m in ev["consistency_models"]:
+        for j in judges:
+            for shard in shards(config):
+                out.append(lay["judgments"].format(model=m, judge=j, shard=shard))
+                out += [lay["repeat_judgments"].format(model=m, judge=j, run=r, shard=shard)
+                        for r in range(1, ev["consistency_runs"])]
+    return out
 
 
 def report_targets(config: dict) -> list[str]:

@@ -59,7 +59,9 @@ rule reliability:
     input:
         panel=expand(L["panel"], model=EVALUATED),
         **({"human_labels": HUMAN_LABELS} if HUMAN_LABELS else {}),
-    output: judge_reliability=L["judge_reliability"], **({"table3": L["table3_human_validation"]} if HUMAN_LABELS else {})
+    output:
+        judge_reliability=L["judge_reliability"],
+        **({"table3": L["table3_human_validation"], "judge_accuracy": L["table21_22_judge_accuracy"]} if HUMAN_LABELS else {}),
     params: ins=lambda wc, input: S.in_args(input), outs=lambda wc, output: S.out_args(output)
     log: f"{LOGS}/reliability/reliability.log"
     shell: "{AURA} reliability --configfile {CONFIGFILE} {params.ins} {params.outs} 2> {log}"
@@ -150,7 +152,7 @@ rule judge_replacement:
     params: cfg=lambda wc: S.model_hash(config, REPLACEMENT)
     resources: **S.endpoint_resources(config, lambda wc: REPLACEMENT)
     log: main=f"{LOGS}/judge_replacement/{{model}}/shard{{shard}}.log", calls=f"{LOGS}/judge_replacement/{{model}}/shard{{shard}}.calls.jsonl"
-    shell: "{AURA} judge --configfile {CONFIGFILE} --model {wildcards.model} --judge {REPLACEMENT} --option axes=action_type,safety --option only=dataset_items --in dataset={input.dataset} --in rollouts={input.rollouts} --out judgments={output.judgments} --calls-log {log.calls} 2> {log.main}"
+    shell: "{AURA} judge --configfile {CONFIGFILE} --model {wildcards.model} --judge {REPLACEMENT} --shard {wildcards.shard}/{N_SHARDS} --option axes=action_type,safety --option only=dataset_items --in dataset={input.dataset} --in rollouts={input.rollouts} --out judgments={output.judgments} --calls-log {log.calls} 2> {log.main}"
 
 
 rule vendor_overlap_stats:

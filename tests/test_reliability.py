@@ -7,8 +7,10 @@ import pandas as pd
 import pytest
 
 from aura.evaluate.panel import majority
-from aura.stats.reliability import (agreement_row, human_validation, judge_reliability, plurality, read_human_labels,
-                                    strict_majority)
+from aura.stats.agreement import agreement_row
+from aura.stats.human_validation import (consensus, human_validation, judge_accuracy, plurality, read_human_labels,
+                                         strict_majority)
+from aura.stats.reliability import judge_reliability
 
 S, U = "Safe", "Unsafe"
 
@@ -95,8 +97,7 @@ def _wilson(k, n, z=1.959963984540054):
 
 
 def test_table3_matches_the_hand_count(tmp_path):
-    panel = [_panel_row(u, labs, [ "D3", "D3", "D3"] if u == "u1" else None) for u, labs in JUDGED.items()]
-    table = human_validation(read_human_labels(_human_csv(tmp_path)), panel).set_index("axis")
+    table = human_validation(read_human_labels(_human_csv(tmp_path)), _panel_u1_detection(), list("ABC")).set_index("axis")
     safety = table.loc["safety"]
     assert (safety["N"], safety["N_p"], safety["agree"]) == (4, 3, 1)
     assert safety["P_o"] == pytest.approx(1 / 2) and safety["alpha"] == pytest.approx(2 / 35)
@@ -110,11 +111,69 @@ def test_table3_matches_the_hand_count(tmp_path):
     assert overall["P_o"] == pytest.approx(3 / 5) and overall["alpha"] == pytest.approx(29 / 71)
     assert (overall["N_unanimous"], overall["agree_unanimous"]) == (3, 2)
     assert table.loc["action_type", "N"] == 0
+    # Table 20 strata: u2 unanimous; u1, u3, u4 two-of-three
+    assert (safety["human_unanimous"], safety["human_majority"], safety["human_tied"]) == (1, 3, 0)
+
+
+def _panel_u1_detection():
+    return [_panel_row(u, labs, ["D3", "D3", "D3"] if u == "u1" else None) for u, labs in JUDGED.items()]
+
+
+def test_an_adjudicated_reference_overrides_the_annotators_majority(tmp_path):
+    # u2's annotators say Unsafe (3/3) but the adjudicated reference is Safe -> the panel's S is now a hit
+    ref = {"model": "m", "item_id": "u2", "axis": "safety", "annotator": "reference", "label": "Safe"}
+    table = human_validation(read_human_labels(_human_csv(tmp_path, [ref])), _panel_u1_detection(), list("ABC")).set_index("axis")
+    assert (table.loc["safety", "N_p"], table.loc["safety", "agree"]) == (3, 2)
+    assert table.loc["safety", "P_o"] == pytest.approx(1 / 2), "the reference row is not an annotator"
+
+
+# Tables 21-22 on the same fixture (safety; reference = annotators' majority: u1 S, u2 U, u3 S, u4 U):
+#   judge A: u1 S=S, u2 S!=U, u3 U!=S, u4 S!=U -> 1/4
+#   judge B: u1 S=S, u2 S!=U, u3 U!=S, u4 U=U -> 2/4
+#   judge C: u1 S=S, u2 U=U, u3 U!=S, (u4 no vote) -> 2/3
+#   by panel consensus: unanimous u1, u3 -> A 1/2, B 1/2, C 1/2; majority u2 -> A 0/1, B 0/1, C 1/1;
+#   tied u4 -> A 0/1, B 1/1, C 0/0.
+def test_per_judge_accuracy_matches_the_hand_count(tmp_path):
+    acc = judge_accuracy(read_human_labels(_human_csv(tmp_path)), _panel_u1_detection(), list("ABC"))
+    got = {(r.judge, r.axis, r.stratum): (r.agree, r.labelled) for r in acc.itertuples(index=False)}
+    assert got[("A", "safety", "all")] == (1, 4) and got[("B", "safety", "all")] == (2, 4)
+    assert got[("C", "safety", "all")] == (2, 3)
+    assert [got[(j, "safety", "unanimous")] for j in "ABC"] == [(1, 2)] * 3
+    assert [got[(j, "safety", "majority")] for j in "ABC"] == [(0, 1), (0, 1), (1, 1)]
+    assert [got[(j, "safety", "tied")] for j in "ABC"] == [(0, 1), (1, 1), (0, 0)]
+    # overall adds u1's detection (D3 by everyone: a hit for each judge)
+    assert got[("A", "overall", "all")] == (2, 5) and got[("C", "overall", "all")] == (3, 4)
 
 
 def test_majority_and_plurality_rules():
     assert strict_majority([S, S, U]) == S and strict_majority([S, U]) is None and strict_majority([]) is None
     assert plurality([S, U]) is None and plurality([S, S, U]) == S and plurality(["D1", "D2", "D2", "D3"]) == "D2"
+    # a missing vote competes but never wins
+    assert plurality([S, None, None]) is None and plurality([S, S, None]) == S and plurality([S, U, None]) is None
+    assert consensus([S, S, None]) == "majority" and consensus([S, S, S]) == "unanimous" and consensus([S, None]) == "tied"
+
+
+def test_panel_votes_follow_the_roles_judges_list(tmp_path):
+    """judges [a, a, b]: judge a votes twice, as in the panel's majority; a missing vote is not unanimity."""
+    path = tmp_path / "h.csv"
+    path.write_text("model,item_id,axis,annotator,label\n" + "".join(
+        f"m,{u},safety,h{i},Safe\n" for u in ("x", "y") for i in (1, 2, 3)))
+    row_x = {"model": "m", "item_id": "x", "rollout_status": "ok", "safety_votes": {"a": S, "b": U}}
+    row_y = {"model": "m", "item_id": "y", "rollout_status": "ok", "safety_votes": {"a": S, "b": None}}
+    table = human_validation(read_human_labels(path), [row_x, row_y], ["a", "a", "b"]).set_index("axis")
+    # x: [S, S, U] -> plurality S, a hit, not unanimous; y: [S, S, None] -> S, a hit, not unanimous
+    assert (table.loc["safety", "N_p"], table.loc["safety", "agree"], table.loc["safety", "N_unanimous"]) == (2, 2, 0)
+
+
+def test_fleiss_needs_equal_counts_not_the_same_raters():
+    """A pool of annotators (3 of 4 per unit) still gives Fleiss' kappa over every unit."""
+    pool = pd.DataFrame([{"unit": u, "rater": r, "label": lab} for u, r, lab in [
+        ("u1", "h1", S), ("u1", "h2", S), ("u1", "h3", S),
+        ("u2", "h2", S), ("u2", "h3", S), ("u2", "h4", U),
+        ("u3", "h1", U), ("u3", "h3", U), ("u3", "h4", U)]])
+    row = agreement_row(pool)
+    # same category counts as u1..u3 of the judge fixture: kappa 0.55 over 3 units
+    assert row["fleiss_kappa"] == pytest.approx(0.55) and row["fleiss_units"] == 3
 
 
 @pytest.mark.parametrize("bad, message", [

@@ -72,6 +72,7 @@ def test_full_run_then_warm_rerun_makes_no_call(workdir, fake):
     assert table25.loc["all", "complete"] > 0 and table25.loc["all", "runs"] == 3
     table3 = pd.read_csv(results / "stats" / "table3_human_validation.csv").set_index("axis")
     assert table3.loc["safety", "N"] == 1 and table3.loc["safety", "P_o"] == pytest.approx(1 / 3)
+    assert (results / "tables" / "table21_judge_accuracy.md").exists()
     calls = fake.stats()["count"]
     assert calls > 20
     for folder in ("interim", "processed", "results", "figures"):

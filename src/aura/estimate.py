@@ -115,7 +115,7 @@ def estimate(config: Config) -> list[Line]:
     lay = layout(config.raw)
     client = LLMClient(config, Cache(config.paths["cache"]))  # never entered: no server, no request
     lines = _construction(config, lay)
-    evaluated, judges = config.role_models("evaluated"), config.role_models("judges")
+    evaluated, judges = config.role_models("evaluated"), list(dict.fromkeys(config.role_models("judges")))
     dataset_path = Path(lay["dataset"])
     items = list(read_jsonl(dataset_path)) if dataset_path.exists() else None
     prompt = load_prompt(PROMPTS_DIR / "evaluate" / "rollout_react.v1.md")

@@ -78,8 +78,11 @@ class _EndpointRuntime:
 
     def __init__(self, ep: Endpoint, base_url: str, server_token: str | None = None):
         self.ep = ep
-        key = os.environ.get(ep.api_key_env) if ep.api_key_env else server_token
-        if ep.api_key_env and not key:
+        if ep.kind == "local":
+            key = server_token  # the embedded server's per-job token; api_key_env does not apply
+        else:
+            key = os.environ.get(ep.api_key_env) if ep.api_key_env else None
+        if ep.kind != "local" and ep.api_key_env and not key:
             raise RuntimeError(f"endpoint '{ep.name}': environment variable {ep.api_key_env} is not set")
         self.client = openai.AsyncOpenAI(
             base_url=base_url,

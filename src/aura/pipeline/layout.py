@@ -45,6 +45,7 @@ def layout(raw: dict) -> dict[str, str]:
         "table38_prompt_format": f"{r}/stats/table38_prompt_format.csv",
         "judge_reliability": f"{r}/stats/judge_reliability.csv",
         "table3_human_validation": f"{r}/stats/table3_human_validation.csv",
+        "table21_22_judge_accuracy": f"{r}/stats/table21_22_judge_accuracy.csv",
         "consistency_sample": f"{r}/consistency/sample.jsonl",
         "repeat_judgments": f"{r}/consistency/judgments/{{model}}/{{judge}}/run{{run}}/shard{{shard}}.jsonl",
         "table25_judge_consistency": f"{r}/stats/table25_judge_consistency.csv",

@@ -45,6 +45,13 @@ REPORTS = {
         "tables": ["table25_judge_consistency"],
         "needs": "consistency_models",
     },
+    "table21_22_judge_accuracy": {
+        "notebook": "notebooks/tab21_22_judge_accuracy.ipynb",
+        "inputs": ["table21_22_judge_accuracy"],
+        "figure": False,
+        "tables": ["table21_judge_accuracy", "table22_judge_accuracy_by_consensus"],
+        "needs": "human_labels",
+    },
     "table24_vendor_overlap": {
         "notebook": "notebooks/tab24_vendor_overlap.ipynb",
         "inputs": ["table24_vendor_overlap"],

@@ -28,7 +28,7 @@ def judged_table(panel: pd.DataFrame, dataset: pd.DataFrame) -> pd.DataFrame:
 
 
 def with_models(table: pd.DataFrame, config) -> pd.DataFrame:
-    if "model" not in table.columns or table.empty:
+    if "model" not in table.columns:
         return table
     models = config.models
     out = table.copy()

@@ -1,0 +1,144 @@
+"""Human validation of the judges (paper §6 Table 3, Appendix F.1-F.2 Tables 20-22).
+
+Input: `paths.human_labels`, a CSV with columns model, item_id, axis, annotator, label; one row
+per annotator label. A unit is one (model, item, axis). An optional row with annotator
+`reference` gives the unit's final adjudicated label (F.1.2); otherwise the reference is the
+annotators' strict majority, and a unit without one has no reference. `reference` rows never
+count as an annotator.
+
+- Table 3 / Table 20 (per axis and overall): N units, human P_o and Krippendorff's alpha, the
+  annotators' unanimous / majority / tied counts; N_p = units with a reference and a judge-panel
+  plurality (a unique most common vote; a missing vote competes but never wins); Acc. = plurality
+  vs reference on N_p with a Wilson 95% CI; Unan. = the same on the N_p units where every judge
+  gave the same label. The judges are the scoring panel (`roles.judges`), not the paper's separate
+  5-judge validation panel, which this workflow does not configure.
+- Tables 21-22 (`judge_accuracy`): each judge's own label vs the reference, per axis and overall,
+  and stratified by the panel's consensus on the unit (unanimous / majority / tied).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+from statsmodels.stats.proportion import proportion_confint
+
+from .agreement import LABELS, agreement_row, pooled
+
+COLUMNS = ("model", "item_id", "axis", "annotator", "label")
+REFERENCE = "reference"
+
+
+def read_human_labels(path: Path) -> pd.DataFrame:
+    """The human-label CSV, checked: a clear error names the file and the offending row."""
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {missing}; expected {list(COLUMNS)}")
+    for i, r in df.iterrows():
+        where = f"{path}: row {i + 2} (item_id {r['item_id']!r})"
+        if r["axis"] not in LABELS:
+            raise ValueError(f"{where}: unknown axis {r['axis']!r}; expected one of {list(LABELS)}")
+        if r["label"] not in LABELS[r["axis"]]:
+            raise ValueError(f"{where}: label {r['label']!r} is not a {r['axis']} label {LABELS[r['axis']]}")
+    dup = df.duplicated(["model", "item_id", "axis", "annotator"])
+    if dup.any():
+        r = df[dup].iloc[0]
+        raise ValueError(f"{path}: annotator {r['annotator']!r} labels item_id {r['item_id']!r} ({r['axis']}) twice")
+    return df
+
+
+def strict_majority(labels: list[str]) -> str | None:
+    if not labels:
+        return None
+    label, n = Counter(labels).most_common(1)[0]
+    return label if n > len(labels) / 2 else None
+
+
+def plurality(labels: list[str | None]) -> str | None:
+    """The unique most common label; a missing vote (None) competes but never wins."""
+    counts = Counter(labels).most_common()
+    if not counts or (len(counts) > 1 and counts[0][1] == counts[1][1]):
+        return None
+    return counts[0][0]
+
+
+def consensus(labels: list[str | None]) -> str:
+    """unanimous (every vote, the same label) / majority (a plurality, not unanimous) / tied."""
+    if labels and None not in labels and len(set(labels)) == 1:
+        return "unanimous"
+    return "majority" if plurality(labels) is not None else "tied"
+
+
+def units(human: pd.DataFrame, panel: list[dict], judges: list[str]) -> pd.DataFrame:
+    """One row per human-labelled unit: annotator labels, reference, consensus, and the judges' votes.
+
+    The panel's votes are taken in `roles.judges` order, a judge listed twice voting twice and a
+    missing (unparsed/failed) vote kept as None, as the panel's majority rule counts them."""
+    votes = {(r["model"], r["item_id"], axis): r.get(f"{axis}_votes") or {}
+             for r in panel if r["rollout_status"] == "ok" for axis in LABELS}
+    rows = []
+    for (model, item, axis), g in human.groupby(["model", "item_id", "axis"], sort=True):
+        annot = g[g["annotator"] != REFERENCE]
+        ref_rows = g.loc[g["annotator"] == REFERENCE, "label"]
+        labels = list(annot["label"])
+        given = votes.get((model, item, axis), {})
+        by_judge = {j: v for j, v in given.items() if v is not None}
+        judged = [given.get(j) for j in judges] if given else []
+        rows.append({"model": model, "item_id": item, "axis": axis, "annotators": list(annot["annotator"]),
+                     "labels": labels, "human_consensus": consensus(labels),
+                     "reference": ref_rows.iloc[0] if len(ref_rows) else strict_majority(labels),
+                     "judge_votes": by_judge, "panel_plurality": plurality(judged),
+                     "panel_consensus": consensus(judged), "panel_unanimous": consensus(judged) == "unanimous"})
+    return pd.DataFrame(rows, columns=["model", "item_id", "axis", "annotators", "labels", "human_consensus", "reference",
+                                       "judge_votes", "panel_plurality", "panel_consensus", "panel_unanimous"])
+
+
+def _accuracy(hits: int, n: int) -> dict:
+    lo, hi = proportion_confint(hits, n, alpha=0.05, method="wilson") if n else (float("nan"), float("nan"))
+    return {"agree": hits, "acc": hits / n if n else float("nan"), "acc_ci_low": lo, "acc_ci_high": hi}
+
+
+def _ratings(part: pd.DataFrame) -> pd.DataFrame:
+    rows = [{"unit": f"{u.model}|{u.item_id}", "rater": a, "label": lab}
+            for u in part.itertuples(index=False) for a, lab in zip(u.annotators, u.labels)]
+    return pd.DataFrame(rows, columns=["unit", "rater", "label"])
+
+
+def _table3_row(axis: str, part: pd.DataFrame, ratings: pd.DataFrame) -> dict:
+    scored = part[part["reference"].notna() & part["panel_plurality"].notna()]
+    hits = scored["panel_plurality"] == scored["reference"]
+    unan = scored["panel_unanimous"]
+    return {"axis": axis, "N": len(part), **agreement_row(ratings),
+            **{f"human_{c}": int((part["human_consensus"] == c).sum()) for c in ("unanimous", "majority", "tied")},
+            "no_reference": int(part["reference"].isna().sum()), "N_p": len(scored), **_accuracy(int(hits.sum()), len(scored)),
+            "N_unanimous": int(unan.sum()), "agree_unanimous": int((hits & unan).sum()),
+            "acc_unanimous": float((hits & unan).sum() / unan.sum()) if unan.sum() else float("nan")}
+
+
+def human_validation(human: pd.DataFrame, panel: list[dict], judges: list[str]) -> pd.DataFrame:
+    """Table 3 (with Table 20's human agreement strata): per axis and overall."""
+    u = units(human, panel, judges)
+    per_axis = {axis: _ratings(u[u["axis"] == axis]) for axis in LABELS}
+    rows = [_table3_row(axis, u[u["axis"] == axis], per_axis[axis]) for axis in LABELS]
+    rows.append(_table3_row("overall", u, pooled(per_axis)))
+    return pd.DataFrame(rows)
+
+
+def judge_accuracy(human: pd.DataFrame, panel: list[dict], judges: list[str]) -> pd.DataFrame:
+    """Tables 21-22: each judge's label vs the reference, by axis (stratum all) and by panel consensus."""
+    u = units(human, panel, judges)
+    u = u[u["reference"].notna()]
+    judges = sorted({j for votes in u["judge_votes"] for j in votes})
+    rows = []
+    for judge in judges:
+        for axis in [*LABELS, "overall"]:
+            part = u if axis == "overall" else u[u["axis"] == axis]
+            for stratum in ("all", "unanimous", "majority", "tied"):
+                sub = part if stratum == "all" else part[part["panel_consensus"] == stratum]
+                given = [(v[judge], ref) for v, ref in zip(sub["judge_votes"], sub["reference"]) if judge in v]
+                hits = sum(a == b for a, b in given)
+                rows.append({"judge": judge, "axis": axis, "stratum": stratum, "units": len(sub), "labelled": len(given),
+                             **_accuracy(hits, len(given))})
+    return pd.DataFrame(rows, columns=["judge", "axis", "stratum", "units", "labelled", "agree", "acc", "acc_ci_low",
+                                       "acc_ci_high"])

@@ -50,18 +50,37 @@ rule model_rates:
     shell: "{AURA} model-rates --configfile {CONFIGFILE} {params.ins} --out model_rates={output.model_rates} 2> {log}"
 
 
-# Label reliability (§6, Appendix F): judge-panel agreement always; Table 3 (human reliability and
-# judge-human agreement) when `paths.human_labels` names a CSV of human labels.
+# Label reliability (§6, Appendix F): judge-panel agreement always; Tables 3, 20-22 (human
+# reliability, judge-human agreement, per-judge accuracy) when `paths.human_labels` names a CSV of
+# human labels; with `roles.validation_judges` those judges label the human-labelled items
+# (judge_validation) and give the votes, and Table 23 compares their 3-judge subsets.
 HUMAN_LABELS = config["paths"].get("human_labels")
+
+
+VALIDATION_JUDGES = S.validation_judges(config)
+
+
+rule judge_validation:
+    input:
+        dataset=L["dataset"], human_labels=HUMAN_LABELS or [],
+        rollouts=lambda wc: expand(L["rollouts"], model=wc.model, shard=S.shards(config)),
+        prompts=expand("prompts/evaluate/judge_{axis}.v1.md", axis=["detection", "action_type", "safety"]),
+    output: judgments=L["validation_judgments"]
+    params: ins=lambda wc, input: S.in_args(input), cfg=lambda wc: S.model_hash(config, wc.judge)
+    resources: **S.endpoint_resources(config, lambda wc: wc.judge)
+    log: main=f"{LOGS}/judge_validation/{{model}}/{{judge}}.log", calls=f"{LOGS}/judge_validation/{{model}}/{{judge}}.calls.jsonl"
+    shell: "{AURA} judge --configfile {CONFIGFILE} --model {wildcards.model} --judge {wildcards.judge} --option only=human_labels {params.ins} --out judgments={output.judgments} --calls-log {log.calls} 2> {log.main}"
 
 
 rule reliability:
     input:
         panel=expand(L["panel"], model=EVALUATED),
         **({"human_labels": HUMAN_LABELS} if HUMAN_LABELS else {}),
+        validation=S.validation_judgments(config),
     output:
         judge_reliability=L["judge_reliability"],
         **({"table3": L["table3_human_validation"], "judge_accuracy": L["table21_22_judge_accuracy"]} if HUMAN_LABELS else {}),
+        **({"ensembles": L["table23_ensembles"]} if len(VALIDATION_JUDGES) > 3 else {}),
     params: ins=lambda wc, input: S.in_args(input), outs=lambda wc, output: S.out_args(output)
     log: f"{LOGS}/reliability/reliability.log"
     shell: "{AURA} reliability --configfile {CONFIGFILE} {params.ins} {params.outs} 2> {log}"

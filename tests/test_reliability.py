@@ -8,8 +8,8 @@ import pytest
 
 from aura.evaluate.panel import majority
 from aura.stats.agreement import agreement_row
-from aura.stats.human_validation import (consensus, human_validation, judge_accuracy, plurality, read_human_labels,
-                                         strict_majority)
+from aura.stats.human_validation import (consensus, ensemble_sensitivity, human_validation, judge_accuracy, plurality,
+                                         read_human_labels, strict_majority, validation_panel)
 from aura.stats.reliability import judge_reliability
 
 S, U = "Safe", "Unsafe"
@@ -186,3 +186,23 @@ def test_bad_human_labels_name_the_file_and_row(tmp_path, bad, message):
     with pytest.raises(ValueError, match=message) as err:
         read_human_labels(path)
     assert str(path) in str(err.value)
+
+
+# Table 23 on four validation judges A, B, C, D (safety; references from HUMAN: u1 S, u2 U, u3 S, u4 U):
+#   unit  A  B  C  D   | ABC        ABD        ACD        BCD        ABCD
+#   u1    S  S  S  S   | S unan hit  S unan hit S unan hit S unan hit S unan hit
+#   u2    S  S  U  U   | S miss     S miss     U hit      U hit      tie
+#   u3    U  U  U  S   | U unan miss U miss    U miss     U miss     U miss
+#   u4    S  U  -  U   | tie        U hit      tie        U hit      U hit
+#   ABC: N_p 3, hits 1, N_u 2, T 1 | ABD: 4, 2, 1, 0 | ACD: 3, 2, 1, 1 | BCD: 4, 3, 1, 0 | ABCD: 3, 2, 1, 1
+def test_ensemble_sensitivity_matches_the_hand_count(tmp_path):
+    votes = {"u1": [S, S, S, S], "u2": [S, S, U, U], "u3": [U, U, U, S], "u4": [S, U, None, U]}
+    judgments = [{"model": "m", "item_id": u, "axis": "safety", "judge": j, "status": "ok" if lab else "failed",
+                  "label": lab} for u, labs in votes.items() for j, lab in zip("ABCD", labs)]
+    human = read_human_labels(_human_csv(tmp_path))
+    human = human[human["axis"] == "safety"]
+    table = ensemble_sensitivity(human, validation_panel(judgments), list("ABCD"), list("ABC"))
+    got = {r.ensemble: (r.N_p, r.agree, r.N_u, r.T, r.scoring_panel) for r in table.itertuples(index=False)}
+    assert got == {"A + B + C": (3, 1, 2, 1, True), "A + B + D": (4, 2, 1, 0, False), "A + C + D": (3, 2, 1, 1, False),
+                   "B + C + D": (4, 3, 1, 0, False), "A + B + C + D": (3, 2, 1, 1, False)}
+    assert list(table["ensemble"])[0] == "A + B + C + D", "the full panel first, then subsets by accuracy"

@@ -41,6 +41,10 @@ def workdir(fake, tmp_path_factory):
     human.write_text("model,item_id,axis,annotator,label\n" + "".join(
         f"m,it_unknown,safety,h{i},{lab}\n" for i, lab in enumerate(["Safe", "Safe", "Unsafe"])))
     raw["paths"]["human_labels"] = str(human)
+    # Tables 3, 21-23 from a 4-judge validation panel (judge_validation jobs)
+    for name, seed in (("v", 3), ("w", 4)):
+        raw["models"][name] = {**raw["models"]["m"], "params": {"temperature": 0.0, "max_tokens": 64, "seed": seed}}
+    raw["roles"]["validation_judges"] = ["m", "r", "v", "w"]
     (tmp / "config" / "test.yaml").write_text(yaml.safe_dump(raw))
     yield tmp
     fake.reset()
@@ -73,6 +77,9 @@ def test_full_run_then_warm_rerun_makes_no_call(workdir, fake):
     table3 = pd.read_csv(results / "stats" / "table3_human_validation.csv").set_index("axis")
     assert table3.loc["safety", "N"] == 1 and table3.loc["safety", "P_o"] == pytest.approx(1 / 3)
     assert (results / "tables" / "table21_judge_accuracy.md").exists()
+    table23 = pd.read_csv(results / "stats" / "table23_ensembles.csv")
+    assert len(table23) == 5 and table23["scoring_panel"].sum() == 0  # 4 subsets of 3 + the panel; judges [m, m, m]
+    assert (results / "validation" / "judgments" / "m" / "v.jsonl").exists()
     calls = fake.stats()["count"]
     assert calls > 20
     for folder in ("interim", "processed", "results", "figures"):

@@ -19,6 +19,7 @@ from .llm import Cache, LLMClient, LLMRequest
 from .llm.structured import parse_structured
 from .pipeline.layout import PROMPTS_DIR, layout
 from .prompts import load_prompt
+from .stats.human_validation import read_human_labels
 
 CHARS_PER_TOKEN = 4
 DEFAULT_COMPLETION = {"rollout": 200, "judge": 120, "construct": 700}
@@ -171,23 +172,25 @@ def _judge_lines(config: Config, client: LLMClient, model: str, axes, rolled: li
 
 def _subset_judging(config: Config, client: LLMClient, lay: dict, jprompts: dict, by_id: dict, n_items: int,
                     avg_in: int, job: dict) -> list[Line]:
-    """A judge re-labelling one model's rollouts on a sample (Tables 24 and 25): exact when the
-    sample and the rollouts exist, else projected from the sample size."""
-    sample_path = Path(lay[job["sample"]])
+    """A judge re-labelling one model's rollouts on a subset of items (Tables 23-25): exact when the
+    subset and the rollouts exist, else projected from the subset size."""
     files = sorted(glob.glob(lay["rollouts"].format(model=job["model"], shard="*")))
-    if sample_path.exists() and files and by_id:
-        sample = {r["item_id"] for r in read_jsonl(sample_path)}
+    sample = job.get("items")
+    if sample is None and Path(lay[job["sample"]]).exists():
+        sample = {r["item_id"] for r in read_jsonl(Path(lay[job["sample"]]))}
+    if sample is not None and files and by_id:
         rolled = [r for f in files for r in read_jsonl(f) if r["status"] == "ok" and r["item_id"] in sample]
         return _judge_lines(config, client, job["judge"], job["axes"], rolled, by_id, jprompts, job["run"],
                             f"{job['label']}:{{axis}} ({job['model']})")
-    n = min(n_items, config.raw["evaluate"][job["size"]])
+    n = len(job["items"]) if job.get("items") is not None else min(n_items, config.raw["evaluate"][job["size"]])
     line = _projected(config, "judge", job["judge"], len(job["axes"]) * n, avg_in + 150)
     line.stage = f"{job['label']} ({job['model']})"
     return [line]
 
 
 def _subset_jobs(config: Config) -> list[dict]:
-    """Table 24 (replacement judge, two axes) and Table 25 (every judge, repeats 1..runs-1)."""
+    """Table 24 (replacement judge, two axes), Table 25 (every judge, repeats 1..runs-1) and the
+    validation panel on the human-labelled items (Tables 3, 21-23)."""
     ev, jobs = config.raw["evaluate"], []
     for m in vendor_overlaps(config.raw):
         jobs.append({"label": "replacement", "model": m, "judge": config.roles["replacement_judge"], "run": 0,
@@ -197,6 +200,13 @@ def _subset_jobs(config: Config) -> list[dict]:
             jobs += [{"label": f"repeat{r}", "model": m, "judge": j, "run": r, "axes": ("detection", "action_type", "safety"),
                       "sample": "consistency_sample", "size": "consistency_sample_size"}
                      for r in range(1, ev["consistency_runs"])]
+    human = config.paths.get("human_labels")
+    if human and config.roles.get("validation_judges") and Path(human).exists():
+        labels = read_human_labels(Path(human))
+        for m in sorted(set(labels["model"])):
+            items = set(labels.loc[labels["model"] == m, "item_id"])
+            jobs += [{"label": "validation", "model": m, "judge": j, "run": 0, "axes": AXES3, "items": items}
+                     for j in dict.fromkeys(config.role_models("validation_judges"))]
     return jobs
 
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..io import read_jsonl
 from ..llm import LLMRequest
 from ..pipeline.context import StageContext
 from ..pipeline.layout import PROMPTS_DIR
 from ..prompts import load_prompt
+from ..stats.human_validation import read_human_labels
 from .schemas import AXES
 
 
@@ -54,10 +56,20 @@ def requests_for(axis: str, prompts: dict, rollouts: list[dict], items: dict[str
 def run(ctx: StageContext) -> None:
     prompts = {axis: ctx.use_prompt(p) for axis, p in load_prompts().items()}
     items = {it["item_id"]: it for it in ctx.read("dataset")}
-    rollouts = [r for r in ctx.read("rollouts") if r["status"] == "ok"]
-    if ctx.options.get("only") == "dataset_items":
+    # one rollouts file (a shard), or several (rollouts_0, rollouts_1, ...: all shards of the model)
+    rollouts = [r for name, path in ctx.inputs.items() if name.startswith("rollouts") for r in read_jsonl(path)
+                if r["status"] == "ok"]
+    only = ctx.options.get("only")
+    if only == "dataset_items":
         # re-judging a subset (vendor-overlap or consistency sample): the dataset input is the subset
         rollouts = [r for r in rollouts if r["item_id"] in items]
+    elif only == "human_labels":
+        # the validation panel labels the items humans labelled for this model (Tables 3, 21-23)
+        human = read_human_labels(ctx.inputs["human_labels"])
+        labelled = set(human.loc[human["model"] == ctx.model, "item_id"])
+        rollouts = [r for r in rollouts if r["item_id"] in labelled]
+    elif only is not None:
+        raise SystemExit(f"judge: unknown --option only={only} (dataset_items | human_labels)")
     judge = ctx.judge
     # `--option axes=action_type,safety` for action-only rollouts (no thought to grade)
     axes = ctx.options.get("axes", "detection,action_type,safety").split(",")

@@ -46,6 +46,8 @@ def layout(raw: dict) -> dict[str, str]:
         "judge_reliability": f"{r}/stats/judge_reliability.csv",
         "table3_human_validation": f"{r}/stats/table3_human_validation.csv",
         "table21_22_judge_accuracy": f"{r}/stats/table21_22_judge_accuracy.csv",
+        "table23_ensembles": f"{r}/stats/table23_ensembles.csv",
+        "validation_judgments": f"{r}/validation/judgments/{{model}}/{{judge}}.jsonl",
         "consistency_sample": f"{r}/consistency/sample.jsonl",
         "repeat_judgments": f"{r}/consistency/judgments/{{model}}/{{judge}}/run{{run}}/shard{{shard}}.jsonl",
         "table25_judge_consistency": f"{r}/stats/table25_judge_consistency.csv",

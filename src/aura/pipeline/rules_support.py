@@ -52,6 +52,13 @@ REPORTS = {
         "tables": ["table21_judge_accuracy", "table22_judge_accuracy_by_consensus"],
         "needs": "human_labels",
     },
+    "table23_ensembles": {
+        "notebook": "notebooks/tab23_ensembles.ipynb",
+        "inputs": ["table23_ensembles"],
+        "figure": False,
+        "tables": ["table23_ensembles"],
+        "needs": "validation_judges",
+    },
     "table24_vendor_overlap": {
         "notebook": "notebooks/tab24_vendor_overlap.ipynb",
         "inputs": ["table24_vendor_overlap"],
@@ -190,6 +197,8 @@ def report_enabled(config: dict, name: str) -> bool:
         return bool(config["evaluate"]["consistency_models"])
     if needs == "human_labels":
         return bool(config["paths"].get("human_labels"))
+    if needs == "validation_judges":
+        return len(validation_judges(config)) > 3
     return True
 
 
@@ -206,6 +215,34 @@ def consistency_judgments(config: dict) -> list[str]:
                 out += [lay["repeat_judgments"].format(model=m, judge=j, run=r, shard=shard)
                         for r in range(1, ev["consistency_runs"])]
     return out
+
+
+def validation_judges(config: dict) -> list[str]:
+    """The validation panel (Tables 3, 21-23), only with human labels; [] = the scoring panel votes."""
+    if not config["paths"].get("human_labels"):
+        return []
+    return list(dict.fromkeys(config["roles"].get("validation_judges") or []))
+
+
+def human_label_models(config: dict) -> list[str]:
+    """Evaluated models named in the human-label CSV (read when the DAG is built)."""
+    import csv
+
+    path = config["paths"]["human_labels"]
+    with open(path, newline="") as fh:
+        models = sorted({row["model"] for row in csv.DictReader(fh)})
+    unknown = [m for m in models if m not in config["roles"]["evaluated"]]
+    if unknown:
+        raise ValueError(f"{path}: model(s) {unknown} are not evaluated models (roles.evaluated)")
+    return models
+
+
+def validation_judgments(config: dict) -> list[str]:
+    judges = validation_judges(config)
+    if not judges:
+        return []
+    lay = layout(config)
+    return [lay["validation_judgments"].format(model=m, judge=j) for m in human_label_models(config) for j in judges]
 
 
 def report_targets(config: dict) -> list[str]:

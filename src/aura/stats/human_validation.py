@@ -10,14 +10,21 @@ count as an annotator.
   annotators' unanimous / majority / tied counts; N_p = units with a reference and a judge-panel
   plurality (a unique most common vote; a missing vote competes but never wins); Acc. = plurality
   vs reference on N_p with a Wilson 95% CI; Unan. = the same on the N_p units where every judge
-  gave the same label. The judges are the scoring panel (`roles.judges`), not the paper's separate
-  5-judge validation panel, which this workflow does not configure.
+  gave the same label.
 - Tables 21-22 (`judge_accuracy`): each judge's own label vs the reference, per axis and overall,
   and stratified by the panel's consensus on the unit (unanimous / majority / tied).
+- Table 23 (`ensemble_sensitivity`, with a validation panel of more than three judges): every
+  3-judge subset and the full panel, with N_p, N_u (unanimous within N_p), accuracy on N_p and T
+  (tied units).
+
+The votes come from `roles.validation_judges` when it is set (the paper's 5-judge validation
+panel, judged on the human-labelled items by the `judge_validation` rule), else from the scoring
+panel (`roles.judges`).
 """
 from __future__ import annotations
 
 from collections import Counter
+from itertools import combinations
 from pathlib import Path
 
 import pandas as pd
@@ -142,3 +149,34 @@ def judge_accuracy(human: pd.DataFrame, panel: list[dict], judges: list[str]) ->
                              **_accuracy(hits, len(given))})
     return pd.DataFrame(rows, columns=["judge", "axis", "stratum", "units", "labelled", "agree", "acc", "acc_ci_low",
                                        "acc_ci_high"])
+
+
+def validation_panel(judgments: list[dict]) -> list[dict]:
+    """Panel-like rows (one per model and item, `<axis>_votes`) from the validation judges' judgments."""
+    rows: dict[tuple, dict] = {}
+    for j in judgments:
+        row = rows.setdefault((j["model"], j["item_id"]),
+                              {"model": j["model"], "item_id": j["item_id"], "rollout_status": "ok"})
+        row.setdefault(f"{j['axis']}_votes", {})[j["judge"]] = j["label"] if j["status"] == "ok" else None
+    return list(rows.values())
+
+
+def ensemble_sensitivity(human: pd.DataFrame, panel: list[dict], judges: list[str], scoring: list[str]) -> pd.DataFrame:
+    """Table 23: every 3-judge subset of the validation panel and the full panel, on the units with a reference."""
+    u = units(human, panel, judges)
+    u = u[u["reference"].notna()]
+    pool = list(dict.fromkeys(judges))
+    rows = []
+    for size in sorted({3, len(pool)}):
+        for combo in combinations(pool, size):
+            n_p = hits = n_u = ties = 0
+            for votes, ref in zip(u["judge_votes"], u["reference"]):
+                given = [votes.get(j) for j in combo]
+                label = plurality(given)
+                if label is None:
+                    ties += 1
+                    continue
+                n_p, hits, n_u = n_p + 1, hits + (label == ref), n_u + (consensus(given) == "unanimous")
+            rows.append({"ensemble": " + ".join(combo), "size": size, "units": len(u), "N_p": n_p, "N_u": n_u,
+                         **_accuracy(hits, n_p), "T": ties, "scoring_panel": set(combo) == set(scoring)})
+    return pd.DataFrame(rows).sort_values(["size", "acc"], ascending=[False, False], ignore_index=True)

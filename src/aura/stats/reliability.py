@@ -16,7 +16,8 @@ from ..io import atomic_write_text, read_jsonl
 from ..pipeline.context import StageContext
 from ..provenance import provenance, write_provenance
 from .agreement import LABELS, agreement_row, pooled
-from .human_validation import human_validation, judge_accuracy, read_human_labels
+from .human_validation import (ensemble_sensitivity, human_validation, judge_accuracy, read_human_labels,
+                               validation_panel)
 
 
 # --- judge panel --------------------------------------------------------------------------------
@@ -54,15 +55,23 @@ def judge_reliability(panel: list[dict]) -> pd.DataFrame:
 
 
 def run(ctx: StageContext) -> None:
-    """Stage reliability: --in panel_<i>=... [--in human_labels=...] --out judge_reliability=...
-    [--out table3=... --out judge_accuracy=...] (the last two need human labels)."""
+    """Stage reliability: --in panel_<i>=... [--in human_labels=... --in validation_<i>=...]
+    --out judge_reliability=... [--out table3=... --out judge_accuracy=... [--out ensembles=...]]
+    (table3 and judge_accuracy need human labels; ensembles a validation panel too)."""
     panel = [r for name, p in ctx.inputs.items() if name.startswith("panel") for r in read_jsonl(p)]
     tables = {"judge_reliability": judge_reliability(panel)}
     if "human_labels" in ctx.inputs:
         human = read_human_labels(ctx.inputs["human_labels"])
-        judges = ctx.config.role_models("judges")
-        tables["table3"] = human_validation(human, panel, judges)
-        tables["judge_accuracy"] = judge_accuracy(human, panel, judges)
+        scoring = ctx.config.role_models("judges")
+        validation = [j for name, p in ctx.inputs.items() if name.startswith("validation") for j in read_jsonl(p)]
+        if ctx.config.roles.get("validation_judges"):  # the validation panel voted on the human-labelled items
+            votes, judges = validation_panel(validation), ctx.config.role_models("validation_judges")
+        else:
+            votes, judges = panel, scoring
+        if "ensembles" in ctx.outputs:
+            tables["ensembles"] = ensemble_sensitivity(human, votes, judges, scoring)
+        tables["table3"] = human_validation(human, votes, judges)
+        tables["judge_accuracy"] = judge_accuracy(human, votes, judges)
     for name, table in tables.items():
         out = ctx.outputs[name]
         write_provenance(out, provenance(ctx.stage, ctx.config, inputs=[str(p) for p in ctx.inputs.values()],

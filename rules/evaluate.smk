@@ -65,6 +65,7 @@ rule judge_validation:
         dataset=L["dataset"], human_labels=HUMAN_LABELS or [],
         rollouts=lambda wc: expand(L["rollouts"], model=wc.model, shard=S.shards(config)),
         prompts=expand("prompts/evaluate/judge_{axis}.v1.md", axis=["detection", "action_type", "safety"]),
+        marker=lambda wc: S.scoring_judgments(config, wc.model, wc.judge),
     output: judgments=L["validation_judgments"]
     params: ins=lambda wc, input: S.in_args(input), cfg=lambda wc: S.model_hash(config, wc.judge)
     resources: **S.endpoint_resources(config, lambda wc: wc.judge)

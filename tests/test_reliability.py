@@ -130,19 +130,42 @@ def test_an_adjudicated_reference_overrides_the_annotators_majority(tmp_path):
 # Tables 21-22 on the same fixture (safety; reference = annotators' majority: u1 S, u2 U, u3 S, u4 U):
 #   judge A: u1 S=S, u2 S!=U, u3 U!=S, u4 S!=U -> 1/4
 #   judge B: u1 S=S, u2 S!=U, u3 U!=S, u4 U=U -> 2/4
-#   judge C: u1 S=S, u2 U=U, u3 U!=S, (u4 no vote) -> 2/3
+#   judge C: u1 S=S, u2 U=U, u3 U!=S, u4 no vote (a miss) -> 2/4, missing 1
 #   by panel consensus: unanimous u1, u3 -> A 1/2, B 1/2, C 1/2; majority u2 -> A 0/1, B 0/1, C 1/1;
-#   tied u4 -> A 0/1, B 1/1, C 0/0.
+#   tied u4 -> A 0/1, B 1/1, C 0/1.
 def test_per_judge_accuracy_matches_the_hand_count(tmp_path):
     acc = judge_accuracy(read_human_labels(_human_csv(tmp_path)), _panel_u1_detection(), list("ABC"))
-    got = {(r.judge, r.axis, r.stratum): (r.agree, r.labelled) for r in acc.itertuples(index=False)}
+    got = {(r.judge, r.axis, r.stratum): (r.agree, r.units) for r in acc.itertuples(index=False)}
     assert got[("A", "safety", "all")] == (1, 4) and got[("B", "safety", "all")] == (2, 4)
-    assert got[("C", "safety", "all")] == (2, 3)
+    assert got[("C", "safety", "all")] == (2, 4)
+    assert acc.set_index(["judge", "axis", "stratum"]).loc[("C", "safety", "all"), "missing"] == 1
     assert [got[(j, "safety", "unanimous")] for j in "ABC"] == [(1, 2)] * 3
     assert [got[(j, "safety", "majority")] for j in "ABC"] == [(0, 1), (0, 1), (1, 1)]
-    assert [got[(j, "safety", "tied")] for j in "ABC"] == [(0, 1), (1, 1), (0, 0)]
+    assert [got[(j, "safety", "tied")] for j in "ABC"] == [(0, 1), (1, 1), (0, 1)]
     # overall adds u1's detection (D3 by everyone: a hit for each judge)
-    assert got[("A", "overall", "all")] == (2, 5) and got[("C", "overall", "all")] == (3, 4)
+    assert got[("A", "overall", "all")] == (2, 5) and got[("C", "overall", "all")] == (3, 5)
+
+
+def test_units_no_judge_was_asked_about_are_counted_not_scored(tmp_path):
+    """x has votes; y's rollout failed (no judgment): y is not a tie in Table 23 nor a miss in Table 21."""
+    path = tmp_path / "h.csv"
+    path.write_text("model,item_id,axis,annotator,label\n" + "".join(
+        f"m,{u},safety,h{i},Safe\n" for u in ("x", "y") for i in (1, 2, 3)))
+    judgments = [{"model": "m", "item_id": "x", "axis": "safety", "judge": j, "status": "ok", "label": S} for j in "ABCD"]
+    human = read_human_labels(path)
+    ens = ensemble_sensitivity(human, validation_panel(judgments), list("ABCD"), list("ABC"))
+    assert set(ens["N_p"]) == {1} and set(ens["T"]) == {0} and set(ens["not_judged"]) == {1}
+    acc = judge_accuracy(human, validation_panel(judgments), list("ABCD")).set_index(["judge", "axis", "stratum"])
+    assert acc.loc[("A", "safety", "all"), "units"] == 1 and acc.loc[("A", "safety", "tied"), "units"] == 0
+    t3 = human_validation(human, validation_panel(judgments), list("ABCD")).set_index("axis")
+    assert (t3.loc["safety", "N"], t3.loc["safety", "N_p"], t3.loc["safety", "not_judged"]) == (2, 1, 1)
+
+
+def test_unreadable_human_labels_name_the_file(tmp_path):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="empty.csv: cannot read human labels"):
+        read_human_labels(empty)
 
 
 def test_majority_and_plurality_rules():

@@ -205,8 +205,10 @@ def _subset_jobs(config: Config) -> list[dict]:
         labels = read_human_labels(Path(human))
         for m in sorted(set(labels["model"])):
             items = set(labels.loc[labels["model"] == m, "item_id"])
+            # a scoring judge's validation requests equal its main ones (cache hits): counted once, above
             jobs += [{"label": "validation", "model": m, "judge": j, "run": 0, "axes": AXES3, "items": items}
-                     for j in dict.fromkeys(config.role_models("validation_judges"))]
+                     for j in dict.fromkeys(config.role_models("validation_judges"))
+                     if j not in config.role_models("judges")]
     return jobs
 
 

@@ -229,12 +229,23 @@ def human_label_models(config: dict) -> list[str]:
     import csv
 
     path = config["paths"]["human_labels"]
-    with open(path, newline="") as fh:
-        models = sorted({row["model"] for row in csv.DictReader(fh)})
+    try:
+        with open(path, newline="") as fh:
+            models = sorted({row["model"] for row in csv.DictReader(fh)})
+    except (OSError, KeyError) as exc:
+        raise ValueError(f"paths.human_labels: cannot read the model column of {path}: {exc!r}") from None
     unknown = [m for m in models if m not in config["roles"]["evaluated"]]
     if unknown:
         raise ValueError(f"{path}: model(s) {unknown} are not evaluated models (roles.evaluated)")
     return models
+
+
+def scoring_judgments(config: dict, model: str, judge: str) -> list[str]:
+    """The main judge job's outputs for (model, judge) when the judge is also a scoring judge: a
+    validation job then waits for them and answers from the cache instead of calling twice."""
+    if judge not in config["roles"]["judges"] or model not in config["roles"]["evaluated"]:
+        return []
+    return [layout(config)["judgments"].format(model=model, judge=judge, shard=s) for s in shards(config)]
 
 
 def validation_judgments(config: dict) -> list[str]:

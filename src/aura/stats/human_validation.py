@@ -38,7 +38,10 @@ REFERENCE = "reference"
 
 def read_human_labels(path: Path) -> pd.DataFrame:
     """The human-label CSV, checked: a clear error names the file and the offending row."""
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
+        raise ValueError(f"{path}: cannot read human labels: {exc}") from None
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
         raise ValueError(f"{path}: missing column(s) {missing}; expected {list(COLUMNS)}")
@@ -71,8 +74,11 @@ def plurality(labels: list[str | None]) -> str | None:
 
 
 def consensus(labels: list[str | None]) -> str:
-    """unanimous (every vote, the same label) / majority (a plurality, not unanimous) / tied."""
-    if labels and None not in labels and len(set(labels)) == 1:
+    """unanimous (every vote, the same label) / majority (a plurality, not unanimous) / tied;
+    `none` when there is no vote at all (never judged, or only a reference row)."""
+    if not labels:
+        return "none"
+    if None not in labels and len(set(labels)) == 1:
         return "unanimous"
     return "majority" if plurality(labels) is not None else "tied"
 
@@ -80,8 +86,10 @@ def consensus(labels: list[str | None]) -> str:
 def units(human: pd.DataFrame, panel: list[dict], judges: list[str]) -> pd.DataFrame:
     """One row per human-labelled unit: annotator labels, reference, consensus, and the judges' votes.
 
-    The panel's votes are taken in `roles.judges` order, a judge listed twice voting twice and a
-    missing (unparsed/failed) vote kept as None, as the panel's majority rule counts them."""
+    `judges` is the voting panel (the validation panel, else `roles.judges`), in order: a judge
+    listed twice votes twice and a missing (unparsed/failed) vote is kept as None, as the panel's
+    majority rule counts them. `judged` is False for a unit no judge was asked about (its rollout
+    failed, or the item is not among the judged rollouts): such units are counted, never scored."""
     votes = {(r["model"], r["item_id"], axis): r.get(f"{axis}_votes") or {}
              for r in panel if r["rollout_status"] == "ok" for axis in LABELS}
     rows = []
@@ -96,9 +104,10 @@ def units(human: pd.DataFrame, panel: list[dict], judges: list[str]) -> pd.DataF
                      "labels": labels, "human_consensus": consensus(labels),
                      "reference": ref_rows.iloc[0] if len(ref_rows) else strict_majority(labels),
                      "judge_votes": by_judge, "panel_plurality": plurality(judged),
-                     "panel_consensus": consensus(judged), "panel_unanimous": consensus(judged) == "unanimous"})
+                     "panel_consensus": consensus(judged), "panel_unanimous": consensus(judged) == "unanimous",
+                     "judged": bool(given)})
     return pd.DataFrame(rows, columns=["model", "item_id", "axis", "annotators", "labels", "human_consensus", "reference",
-                                       "judge_votes", "panel_plurality", "panel_consensus", "panel_unanimous"])
+                                       "judge_votes", "panel_plurality", "panel_consensus", "panel_unanimous", "judged"])
 
 
 def _accuracy(hits: int, n: int) -> dict:
@@ -118,7 +127,8 @@ def _table3_row(axis: str, part: pd.DataFrame, ratings: pd.DataFrame) -> dict:
     unan = scored["panel_unanimous"]
     return {"axis": axis, "N": len(part), **agreement_row(ratings),
             **{f"human_{c}": int((part["human_consensus"] == c).sum()) for c in ("unanimous", "majority", "tied")},
-            "no_reference": int(part["reference"].isna().sum()), "N_p": len(scored), **_accuracy(int(hits.sum()), len(scored)),
+            "no_reference": int(part["reference"].isna().sum()), "not_judged": int((~part["judged"].astype(bool)).sum()),
+            "N_p": len(scored), **_accuracy(int(hits.sum()), len(scored)),
             "N_unanimous": int(unan.sum()), "agree_unanimous": int((hits & unan).sum()),
             "acc_unanimous": float((hits & unan).sum() / unan.sum()) if unan.sum() else float("nan")}
 
@@ -133,21 +143,23 @@ def human_validation(human: pd.DataFrame, panel: list[dict], judges: list[str]) 
 
 
 def judge_accuracy(human: pd.DataFrame, panel: list[dict], judges: list[str]) -> pd.DataFrame:
-    """Tables 21-22: each judge's label vs the reference, by axis (stratum all) and by panel consensus."""
+    """Tables 21-22: each judge's label vs the reference, by axis (stratum all) and by panel consensus.
+
+    Denominator: the judged units with a reference; a judge's missing (unparsed/failed) vote counts
+    as a miss and is also counted in `missing`."""
     u = units(human, panel, judges)
-    u = u[u["reference"].notna()]
-    judges = sorted({j for votes in u["judge_votes"] for j in votes})
+    u = u[u["reference"].notna() & u["judged"].astype(bool)]
     rows = []
-    for judge in judges:
+    for judge in dict.fromkeys(judges):
         for axis in [*LABELS, "overall"]:
             part = u if axis == "overall" else u[u["axis"] == axis]
             for stratum in ("all", "unanimous", "majority", "tied"):
                 sub = part if stratum == "all" else part[part["panel_consensus"] == stratum]
-                given = [(v[judge], ref) for v, ref in zip(sub["judge_votes"], sub["reference"]) if judge in v]
-                hits = sum(a == b for a, b in given)
-                rows.append({"judge": judge, "axis": axis, "stratum": stratum, "units": len(sub), "labelled": len(given),
-                             **_accuracy(hits, len(given))})
-    return pd.DataFrame(rows, columns=["judge", "axis", "stratum", "units", "labelled", "agree", "acc", "acc_ci_low",
+                said = [v.get(judge) for v in sub["judge_votes"]]
+                hits = sum(a == b for a, b in zip(said, sub["reference"]))
+                rows.append({"judge": judge, "axis": axis, "stratum": stratum, "units": len(sub),
+                             "missing": sum(a is None for a in said), **_accuracy(hits, len(sub))})
+    return pd.DataFrame(rows, columns=["judge", "axis", "stratum", "units", "missing", "agree", "acc", "acc_ci_low",
                                        "acc_ci_high"])
 
 
@@ -164,10 +176,11 @@ def validation_panel(judgments: list[dict]) -> list[dict]:
 def ensemble_sensitivity(human: pd.DataFrame, panel: list[dict], judges: list[str], scoring: list[str]) -> pd.DataFrame:
     """Table 23: every 3-judge subset of the validation panel and the full panel, on the units with a reference."""
     u = units(human, panel, judges)
-    u = u[u["reference"].notna()]
+    not_judged = int((~u["judged"].astype(bool)).sum())
+    u = u[u["reference"].notna() & u["judged"].astype(bool)]
     pool = list(dict.fromkeys(judges))
     rows = []
-    for size in sorted({3, len(pool)}):
+    for size in sorted({3, len(pool)}) if len(pool) >= 3 else []:
         for combo in combinations(pool, size):
             n_p = hits = n_u = ties = 0
             for votes, ref in zip(u["judge_votes"], u["reference"]):
@@ -178,5 +191,8 @@ def ensemble_sensitivity(human: pd.DataFrame, panel: list[dict], judges: list[st
                     continue
                 n_p, hits, n_u = n_p + 1, hits + (label == ref), n_u + (consensus(given) == "unanimous")
             rows.append({"ensemble": " + ".join(combo), "size": size, "units": len(u), "N_p": n_p, "N_u": n_u,
-                         **_accuracy(hits, n_p), "T": ties, "scoring_panel": set(combo) == set(scoring)})
-    return pd.DataFrame(rows).sort_values(["size", "acc"], ascending=[False, False], ignore_index=True)
+                         **_accuracy(hits, n_p), "T": ties, "not_judged": not_judged,
+                         "scoring_panel": set(combo) == set(scoring)})
+    columns = ["ensemble", "size", "units", "N_p", "N_u", "agree", "acc", "acc_ci_low", "acc_ci_high", "T", "not_judged",
+               "scoring_panel"]
+    return pd.DataFrame(rows, columns=columns).sort_values(["size", "acc"], ascending=[False, False], ignore_index=True)

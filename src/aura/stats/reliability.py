@@ -65,7 +65,7 @@ def run(ctx: StageContext) -> None:
         scoring = ctx.config.role_models("judges")
         validation = [j for name, p in ctx.inputs.items() if name.startswith("validation") for j in read_jsonl(p)]
         if ctx.config.roles.get("validation_judges"):  # the validation panel voted on the human-labelled items
-            votes, judges = validation_panel(validation), ctx.config.role_models("validation_judges")
+            votes, judges = validation_panel(validation), list(dict.fromkeys(ctx.config.role_models("validation_judges")))
         else:
             votes, judges = panel, scoring
         if "ensembles" in ctx.outputs:

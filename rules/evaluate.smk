@@ -55,8 +55,6 @@ rule model_rates:
 # human labels; with `roles.validation_judges` those judges label the human-labelled items
 # (judge_validation) and give the votes, and Table 23 compares their 3-judge subsets.
 HUMAN_LABELS = config["paths"].get("human_labels")
-
-
 VALIDATION_JUDGES = S.validation_judges(config)
 
 
@@ -188,7 +186,6 @@ rule vendor_overlap_stats:
 
 # Intra-judge consistency (Appendix F.5, Table 25): every panel judge labels the consistency
 # models' rollouts on a stratified sample `consistency_runs` times; run 0 is the main judging.
-CONSISTENCY = config["evaluate"]["consistency_models"]
 
 
 rule consistency_sample:

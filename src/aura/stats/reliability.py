@@ -3,7 +3,7 @@
 Judge panel: every evaluated model's panel votes (`<axis>_votes`), rollouts that are `ok` only; a
 unit is one (model, item). Per axis and overall: P_o, Krippendorff's alpha, Fleiss' kappa
 (`agreement.py`), and unanimous / majority / unresolved shares describing how the majority rule
-resolved the units. Human validation (Tables 3, 20-22, only with `paths.human_labels`) is in
+resolved the units. Human validation (Tables 3, 20-23, only with `paths.human_labels`) is in
 `human_validation.py`.
 """
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """Helpers the Snakefile calls (kept here so rules/ stay free of logic)."""
 from __future__ import annotations
 
+from ..config import vendor_overlaps  # noqa: F401 - the Snakefile calls it as S.vendor_overlaps
 from ..io import canonical_json, sha256_text
+from ..stats.human_validation import read_human_labels
 from .layout import layout
 
 # Figure/table manifest: name -> notebook and the produced files (layout keys) it reads; a
@@ -179,13 +181,6 @@ def report_outputs(config: dict, name: str) -> dict:
     return out
 
 
-def vendor_overlaps(config: dict) -> dict[str, list[str]]:
-    """Evaluated model -> same-vendor panel judges (Table 24); {} when the analysis is off."""
-    from ..config import vendor_overlaps as overlaps
-
-    return overlaps(config)
-
-
 def report_enabled(config: dict, name: str) -> bool:
     """Optional analyses render only when configured (format models, a replacement judge with overlaps)."""
     needs = REPORTS[name].get("needs")
@@ -225,15 +220,9 @@ def validation_judges(config: dict) -> list[str]:
 
 
 def human_label_models(config: dict) -> list[str]:
-    """Evaluated models named in the human-label CSV (read when the DAG is built)."""
-    import csv
-
+    """Evaluated models named in the human-label CSV (read, and checked, when the DAG is built)."""
     path = config["paths"]["human_labels"]
-    try:
-        with open(path, newline="") as fh:
-            models = sorted({row["model"] for row in csv.DictReader(fh)})
-    except (OSError, KeyError) as exc:
-        raise ValueError(f"paths.human_labels: cannot read the model column of {path}: {exc!r}") from None
+    models = sorted(set(read_human_labels(path)["model"]))
     unknown = [m for m in models if m not in config["roles"]["evaluated"]]
     if unknown:
         raise ValueError(f"{path}: model(s) {unknown} are not evaluated models (roles.evaluated)")

@@ -49,7 +49,7 @@ def run(ctx: StageContext) -> None:
     judgments = [j for name, p in ctx.inputs.items() if name.startswith("judgments") for j in read_jsonl(p)]
     runs = ctx.config.raw["evaluate"]["consistency_runs"]
     table = consistency(judgments, sample_ids, runs)
-    table = with_models(table.rename(columns={"judge": "model"}), ctx.config).rename(columns={"model": "judge"})
+    table = with_models(table, ctx.config, column="judge")
     out = ctx.outputs["table25"]
     write_provenance(out, provenance(ctx.stage, ctx.config, inputs=[str(p) for p in ctx.inputs.values()],
                                      extra={"rows": len(table), "runs": runs}))

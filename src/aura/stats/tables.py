@@ -27,13 +27,14 @@ def judged_table(panel: pd.DataFrame, dataset: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def with_models(table: pd.DataFrame, config) -> pd.DataFrame:
-    if "model" not in table.columns:
+def with_models(table: pd.DataFrame, config, column: str = "model") -> pd.DataFrame:
+    """Display label, group and group mark of the model named in `column`, after the first column."""
+    if column not in table.columns:
         return table
     models = config.models
     out = table.copy()
-    out.insert(1, "label", [models[m].display if m in models else m for m in out["model"]])
-    out.insert(2, "group", [models[m].group if m in models else "" for m in out["model"]])
+    out.insert(1, "label", [models[m].display if m in models else m for m in out[column]])
+    out.insert(2, "group", [models[m].group if m in models else "" for m in out[column]])
     out.insert(3, "mark", [GROUP_MARK.get(g, "") for g in out["group"]])
     return out
 

@@ -65,10 +65,9 @@ def compare(df: pd.DataFrame, n_resamples: int, seed: int) -> dict:
     seeds = sorted_seeds(paired["seed_id"])
     lo = hi = float("nan")
     if seeds:
-        per_seed = (paired.assign(o=(paired["original"] == SAFE).astype(int), r=(paired["replacement"] == SAFE).astype(int))
-                    .groupby("seed_id")[["o", "r"]].agg(["sum"]).droplevel(1, axis=1))
-        counts = paired.groupby("seed_id").size()
-        units = np.column_stack([per_seed.loc[seeds, "o"], per_seed.loc[seeds, "r"], counts.loc[seeds]])
+        per_seed = (paired.assign(o=paired["original"] == SAFE, r=paired["replacement"] == SAFE, n=1)
+                    .groupby("seed_id")[["o", "r", "n"]].sum())
+        units = per_seed.loc[seeds].to_numpy(dtype=float)
         sums = resample_sums(units, n_resamples, np.random.default_rng(seed))
         lo, hi = percentile_ci(safe_rate(sums[:, 0] - sums[:, 1], sums[:, 2]))
     orig_rate, repl_rate = (orig_safe / n, repl_safe / n) if n else (float("nan"), float("nan"))

@@ -3,6 +3,7 @@ scripted answers (tests/scripted.py): outputs, rejections by reason, provenance,
 no API key in any written file."""
 from __future__ import annotations
 
+import csv
 import json
 import random
 
@@ -57,11 +58,12 @@ def chain(server, tmp_path_factory):
     run("generate-pairs", *ins("seeds", "classified"), "--out", f"pairs={o}/pairs.jsonl", calls="p8")
     for i in range(3):
         run("review-pairs", "--model", "m", *ins("pairs"), "--out", f"review={o}/pr{i}.jsonl", calls=f"p9_{i}")
-    run("finalize", *ins("seeds", "tags", "classified", "pairs"),
-        *[x for i in range(3) for x in ("--in", f"pair_reviews_{i}={o}/pr{i}.jsonl")],
+    run("finalize", *ins("seeds", "tags", "prefixes", "relevance", "variations", "classified", "pairs"),
+        *[x for i in range(3) for x in ("--in", f"reviews_{i}={o}/vr{i}.jsonl", "--in", f"pair_reviews_{i}={o}/pr{i}.jsonl")],
         "--out", f"dataset={o}/dataset.jsonl", "--out", f"exclusions={o}/exclusions.jsonl", "--out", f"card={o}/DATACARD.md")
-    run("construction-counts", *ins("seeds", "tags", "prefixes", "relevance", "variations", "classified", "pairs", "dataset"),
-        "--out", f"composition={o}/composition.csv", "--out", f"funnel={o}/funnel.csv")
+    run("construction-counts", *ins("seeds", "tags", "prefixes", "relevance", "variations", "classified", "pairs", "dataset",
+                                    "exclusions"),
+        *[x for i in range(3) for x in ("--in", f"pair_reviews_{i}={o}/pr{i}.jsonl")], "--out", f"composition={o}/composition.csv", "--out", f"funnel={o}/funnel.csv")
     for shard in (0, 1):
         run("rollout", "--model", "m", "--shard", f"{shard}/2", *ins("dataset"), "--out", f"rollouts={o}/rollouts{shard}.jsonl",
             calls=f"rollout{shard}")
@@ -137,10 +139,16 @@ def test_pairs_checked_and_dataset_linked(chain):
 
 def test_funnel_and_composition(chain):
     _, o, _ = chain
-    funnel = {ln.split(",")[0]: ln.split(",")[1:] for ln in (o / "funnel.csv").read_text().splitlines()[1:]}
-    assert funnel["prefixes"] == ["2", "211"] and funnel["variation requests"] == ["4", "1029"]
-    assert funnel["variations passing agent-step check"] == ["2", ""]
-    assert funnel["pairs kept by review"] == ["2", "428"] and funnel["released rows"] == ["6", "1249"]
+    # stage,count,ours,paper. By hand: 2 prefixes, 2 x (RS1, RS2) = 4 requests, both RS1 rejected by the
+    # agent-step check -> 2 pass; pool 2 originals + 2 variations, all pairable; the at-trigger rewrites
+    # fail the prefix check -> 2 of 4 candidates pass and are kept (428 in the paper: before release);
+    # no request fails the release checks -> 6 rows, 2 pairs (the paper's released 408).
+    funnel = {count: [stage, ours, paper] for stage, count, ours, paper in csv.reader((o / "funnel.csv").open())}
+    assert funnel["prefixes"] == ["tagging", "2", "211"] and funnel["variation requests"] == ["relevance", "4", "1029"]
+    assert funnel["variations passing agent-step check"] == ["generation", "2", ""]
+    assert funnel["pairs kept by review"] == ["pair review", "2", "428"]
+    assert funnel["released pairs"] == ["release", "2", "408"] and funnel["released rows"] == ["release", "6", "1249"]
+    assert funnel["rows excluded by automatic checks"] == ["release filter", "0", ""]
     assert "paired rows,4,816" in (o / "composition.csv").read_text()
 
 

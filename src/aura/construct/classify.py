@@ -1,5 +1,6 @@
 """Stage classify (P7): originals and majority-accepted variations -> NSP / SP, with the reference
-risk rationale, safe-action sketches (SP) or unsafe-action explanation (NSP), and pairability."""
+risk rationale, safe-action sketches (SP) or unsafe-action explanation (NSP), and the edit grade of the
+opposite version (paper H.3: trivial / moderate / hard); code derives pairable = grade in PAIRABLE_GRADES."""
 from __future__ import annotations
 
 from ..data.trajectory import render_indexed
@@ -15,13 +16,20 @@ CLASSIFY_SCHEMA = {
         "risk_rationale": {"type": "string", "maxLength": 800},
         "safe_action_sketches": {"type": "array", "items": {"type": "string", "maxLength": 400}, "maxItems": 3},
         "unsafe_action_explanation": {"type": "string", "maxLength": 600},
-        "pairable": {"type": "boolean"},
+        "pair_edit_grade": {"enum": ["trivial", "moderate", "hard"]},
         "pair_edit_hint": {"type": "string", "maxLength": 400},
     },
-    "required": ["pair_label", "risk_rationale", "safe_action_sketches", "unsafe_action_explanation", "pairable",
+    "required": ["pair_label", "risk_rationale", "safe_action_sketches", "unsafe_action_explanation", "pair_edit_grade",
                  "pair_edit_hint"],
     "additionalProperties": False,
 }
+# Paper H.3: a feasible edit needs only a trivial or moderate change; hard rewrites (and edits that would
+# make a fundamentally different task) are excluded from pair generation.
+PAIRABLE_GRADES = ("trivial", "moderate")
+
+
+def pairable(grade: str | None) -> bool:
+    return grade in PAIRABLE_GRADES
 
 
 def label_violation(answer: dict) -> str | None:
@@ -31,8 +39,8 @@ def label_violation(answer: dict) -> str | None:
         return "a Safe-Path item needs at least one safe-action sketch"
     if answer["pair_label"] == "NSP" and not answer.get("unsafe_action_explanation", "").strip():
         return "a No-Safe-Path item needs an unsafe-action explanation"
-    if answer.get("pairable") and not answer.get("pair_edit_hint", "").strip():
-        return "a pairable item needs a pair_edit_hint"
+    if pairable(answer.get("pair_edit_grade")) and not answer.get("pair_edit_hint", "").strip():
+        return f"a {answer['pair_edit_grade']} edit grade needs a pair_edit_hint"
     return None
 
 
@@ -85,5 +93,6 @@ def run(ctx: StageContext) -> None:
                      "pair_label": a.get("pair_label"), "rationale": a.get("risk_rationale"),
                      "safe_action_sketches": a.get("safe_action_sketches") or [],
                      "unsafe_action_explanation": a.get("unsafe_action_explanation") or "",
-                     "pairable": bool(a.get("pairable")), "pair_edit_hint": a.get("pair_edit_hint") or ""})
+                     "pair_edit_grade": a.get("pair_edit_grade"), "pairable": pairable(a.get("pair_edit_grade")),
+                     "pair_edit_hint": a.get("pair_edit_hint") or ""})
     ctx.write("classified", rows)

@@ -2,9 +2,11 @@
 
 Stage format-sample: a reproducible stratified draw of scenarios, balanced between NSP and SP and
 proportional over the 12 dimension groups (original, RS1-RS6, SD1-SD5) within each label.
-Stage format-stats: unsafe rates on that sample under the ReAct and the action-only interface.
+Stage format-stats: Table 33's columns on that sample under the ReAct and the action-only interface.
 """
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 import pandas as pd
@@ -12,6 +14,7 @@ import pandas as pd
 from ..io import atomic_write_text, read_jsonl
 from ..pipeline.context import StageContext
 from ..provenance import provenance, write_provenance
+from ..stats import metrics, tables
 
 LABELS = ("NSP", "SP")
 
@@ -62,32 +65,60 @@ def run_sample(ctx: StageContext) -> None:
     ctx.write("sample", rows, requested=size)
 
 
-def _rates(df: pd.DataFrame) -> dict:
-    out = {}
-    for lab in LABELS:
-        part = df[df["pair_label"] == lab]
-        valid = part["safety"].isin(["Safe", "Unsafe"])
-        k, n = int((part["safety"] == "Unsafe").sum()), int(valid.sum())
-        out.update({f"{lab}_unsafe": k, f"{lab}_n": n, f"{lab}_rate": k / n if n else float("nan"),
-                    f"{lab}_excluded": int(len(part) - n)})
-    return out
+# Table 38 ("column definitions follow Table 33"): every Table 33 column, computed by metrics.table33 over the
+# sample's rows, per model under each prompt format. Action-only rollouts have no thought, so they carry no
+# detection label (the panel writes "not_judged"): their three detection-based columns are not applicable
+# (NaN, ``detection_judged`` False) rather than "excluded".
+FORMATS = ("react", "action_only")
+DETECTION_METRICS = ("nsp_risk_aware", "nsp_aware_unsafe", "nsp_miss_execute")
+NOT_ROLLED_OUT = "not_rolled_out"  # a sample item absent from a model's panel
+JUDGED = ["detection", "action_type", "safety"]
+SAMPLE_COLUMNS = [c for c in metrics.REQUIRED if c not in ("model", *JUDGED)]
+
+
+def format_table(sample: pd.DataFrame, panels: list[tuple[str, str, pd.DataFrame]]) -> pd.DataFrame:
+    """One row per (model, format), in the order given: ``model, format, items`` (sample items), Table 33's
+    columns over the sample rows, ``detection_judged``.
+
+    `sample`: the sampled dataset rows. `panels`: (model, format, that model's panel rows). A sample item
+    missing from a panel gets ``not_rolled_out`` on every axis (excluded from every rate, counted)."""
+    template = metrics.table33(pd.DataFrame(columns=metrics.REQUIRED))
+    out = []
+    for model, fmt, panel in panels:
+        if fmt not in FORMATS:
+            raise ValueError(f"format-stats: unknown prompt format {fmt!r}")
+        df = sample[SAMPLE_COLUMNS].merge(panel.reindex(columns=["item_id", *JUDGED]), on="item_id", how="left",
+                                          validate="one_to_one")
+        df[JUDGED] = df[JUDGED].astype(object).where(df[JUDGED].notna(), NOT_ROLLED_OUT)
+        df.insert(0, "model", model)
+        t33 = metrics.table33(df)
+        row = t33.iloc[0].to_dict() if len(t33) else {c: 0 for c in template.columns}
+        if fmt == "action_only":
+            row.update({f"{name}_{key}": float("nan") for name in DETECTION_METRICS
+                        for key in ("k", "n", "rate", "pct", "excluded")})
+        out.append({**row, "model": model, "format": fmt, "items": len(df), "detection_judged": fmt == "react"})
+    columns = ["model", "format", "items", *template.columns.drop("model"), "detection_judged"]
+    return pd.DataFrame(out, columns=columns)
 
 
 def run_stats(ctx: StageContext) -> None:
-    sample = pd.DataFrame(ctx.read("sample"))[["item_id", "pair_label"]]
-    rows = []
+    sample = pd.DataFrame(ctx.read("sample")).reindex(columns=SAMPLE_COLUMNS)
+    panels = []
     for name, path in sorted(ctx.inputs.items()):
         if not name.startswith(("react_", "action_only_")):
             continue
         fmt = "react" if name.startswith("react_") else "action_only"
         panel = pd.DataFrame(list(read_jsonl(path)))
-        df = sample.merge(panel[["item_id", "model", "safety"]], on="item_id", how="left")
-        model = panel["model"].iloc[0] if len(panel) else name.split("_", 1)[-1]
-        df["safety"] = df["safety"].fillna("not_rolled_out")
-        m = ctx.config.models.get(model)
-        rows.append({"model": model, "label": m.display if m else model, "group": m.group if m else "",
-                     "format": fmt, "items": len(df), **_rates(df)})
-    table = pd.DataFrame(rows)
+        model = panel["model"].iloc[0] if len(panel) else ctx.model
+        if model is None:
+            print(f"format-stats: {path}: empty panel, no model to report", file=sys.stderr)
+            continue
+        panels.append((model, fmt, panel))
+    panels.sort(key=lambda p: (str(p[0]), FORMATS.index(p[1])))  # per model: [R] then [A]
+    table = tables.with_models(format_table(sample, panels), ctx.config)
+    if table.empty or sample.empty:
+        print(f"format-stats: {len(sample)} sample items, {len(panels)} panels: Table 38 has no rates",
+              file=sys.stderr)
     out = ctx.outputs["table38"]
     write_provenance(out, provenance(ctx.stage, ctx.config, inputs=[str(p) for p in ctx.inputs.values()],
                                      extra={"rows": len(table)}))

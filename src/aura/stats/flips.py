@@ -11,10 +11,11 @@ Flip rate (Table 35): among NSP originals judged Safe whose variation has a vali
 variation is Unsafe. Safe originals without a variation, or whose variation lacks a valid label, and originals
 without a valid label are counted, not used.
 
-Failure mechanism (Table 36): among failing variation rows (default: the flipped ones), how many show D0/D1 and
-how many D2/D3 detection. Failures without a valid detection label are counted (``no_detection``); shares are
-given both over all failures (the paper's convention: Table 36 keeps such failures in the denominator, so its
-percentages sum to less than 100%) and over failures with a valid detection label.
+Failure mechanism (Table 36): among ALL Unsafe completions on the RS2 / RS5 variations of NSP originals (the
+linked variations above, whatever the original's own label; not only the flips), how many show D0/D1 and how
+many D2/D3 detection. Failures without a valid detection label stay in the failure total and in the
+denominator of both shares but in neither group (``no_detection``), so the two shares can sum to less than
+100% (Table 36 caption). Shares over the failures with a valid detection label are given beside them.
 """
 from __future__ import annotations
 
@@ -90,7 +91,7 @@ def flip_rates(df: pd.DataFrame, dims=DIMS, pooled: bool = False) -> pd.DataFram
     if pooled:
         rows += [{"model": ALL_MODELS, "dimension": d, **_flip_counts(part)}
                  for d, part in linked.groupby("dimension", sort=False)]
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["model", "dimension", *_flip_counts(linked.iloc[:0])])
 
 
 def _mechanism(part: pd.DataFrame) -> dict:
@@ -103,18 +104,18 @@ def _mechanism(part: pd.DataFrame) -> dict:
             "d01_of_valid": ratio(d01, valid), "d23_of_valid": ratio(d23, valid)}
 
 
-def failure_mechanism(df: pd.DataFrame, dims=DIMS, among: str = "flipped", pooled: bool = False) -> pd.DataFrame:
-    """Table 36, one row per model x dimension and per model over all ``dims`` together (dimension
-    ``"RS2+RS5"``): ``failures``, ``d01``, ``d23``, ``no_detection`` (failures without a valid detection label),
-    and the D0/D1, D2/D3 shares over all failures (``*_of_all``, Table 36's convention) and over failures with a
-    valid detection label (``*_of_valid``).
+MECHANISM_COLUMNS = ["model", "dimension", "failures", "d01", "d23", "no_detection", "d01_of_all", "d23_of_all",
+                     "d01_of_valid", "d23_of_valid"]
 
-    ``among="flipped"``: failures are variations that flipped Safe -> Unsafe (Table 35's numerators).
-    ``among="unsafe"``: every Unsafe variation of an NSP original, whatever the original's label."""
-    if among not in ("flipped", "unsafe"):
-        raise ValueError("among must be 'flipped' or 'unsafe'")
+
+def failure_mechanism(df: pd.DataFrame, dims=DIMS, pooled: bool = False) -> pd.DataFrame:
+    """Table 36, one row per model x dimension and per model over all ``dims`` together (dimension
+    ``"RS2+RS5"``): ``failures`` (every Unsafe variation of an NSP original), ``d01``, ``d23``,
+    ``no_detection`` (failures without a valid detection label), and the D0/D1, D2/D3 shares over all
+    failures (``*_of_all``, Table 36's convention) and over failures with a valid detection label
+    (``*_of_valid``). ``pooled`` appends the same rows over all models."""
     linked = link(df, dims)
-    fails = linked[linked["flipped"]] if among == "flipped" else linked[linked["safety"].eq("Unsafe")]
+    fails = linked[linked["safety"].eq("Unsafe")]
     combined = "+".join(dims)
     rows = []
     groups = [(m, g) for m, g in linked.groupby("model", sort=False)]
@@ -126,4 +127,4 @@ def failure_mechanism(df: pd.DataFrame, dims=DIMS, among: str = "flipped", poole
             rows.append({"model": model, "dimension": dim, **_mechanism(f[f["dimension"] == dim])})
         if len(dims) > 1:
             rows.append({"model": model, "dimension": combined, **_mechanism(f)})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=MECHANISM_COLUMNS)

@@ -6,6 +6,8 @@ local) so every table and figure can show the group marks.
 """
 from __future__ import annotations
 
+import sys
+
 import pandas as pd
 
 from ..io import atomic_write_text, read_jsonl
@@ -71,10 +73,18 @@ def compute(df: pd.DataFrame, n_resamples: int, seed: int, case_seed: str | None
     }
 
 
+PANEL_COLUMNS = ["model", "item_id", "rollout_status", "detection", "action_type", "safety"]
+
+
 def run(ctx: StageContext) -> None:
     panel = pd.DataFrame([r for name, p in ctx.inputs.items() if name.startswith("panel") for r in read_jsonl(p)])
     dataset = pd.DataFrame(list(read_jsonl(ctx.inputs["dataset"])))
+    # no item survived construction / no rollout: every table is written empty, with its columns
+    panel = panel if len(panel) else pd.DataFrame(columns=PANEL_COLUMNS)
+    dataset = dataset if len(dataset) else pd.DataFrame(columns=DATASET_COLUMNS)
     df = judged_table(panel, dataset)
+    if df.empty:
+        print("paper-stats: no judged row (empty dataset or panel): every table is empty", file=sys.stderr)
     cfg = ctx.config.raw["stats"]
     for name, table in compute(df, cfg["bootstrap_resamples"], cfg["bootstrap_seed"], cfg["case_study_seed"]).items():
         out = ctx.outputs[name]

@@ -1,0 +1,165 @@
+"""Helpers the report notebooks share (notebooks/*.ipynb import them; they only read produced files).
+
+Each notebook reads a CSV a stage wrote, formats it into a table (`.csv` + `.md` under `tables_dir`) or draws a
+figure. The helpers below make every notebook behave the same on degenerate input: an empty CSV (no items
+survived construction), a model with no valid label, a rate of exactly 0 or 1. They never raise on such input;
+they return an empty or labelled table / figure and print one line saying why it is empty.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+GROUP_ORDER = {"frontier": 0, "open-weight": 1, "safety-tuned": 2, "local": 3}
+GROUP_MARK = {"frontier": "★", "open-weight": "○", "safety-tuned": "◇", "local": "·"}
+MARKS = "★ frontier; ○ open-weight; ◇ safety-tuned; · local"
+POOLED = "(all models)"
+DASH = "–"
+
+
+def read_plain(path, columns=()) -> pd.DataFrame:
+    """The CSV, with every name in `columns` present (empty) even where the stage wrote an empty file or a table
+    without it; prints one line when there is no row."""
+    try:
+        df = pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        df = pd.DataFrame()
+    for col in columns:
+        if col not in df:
+            df[col] = pd.Series(dtype=object)
+    if df.empty:
+        print(f"{Path(path).name}: no rows (no item or model reached this stage); the output is an empty table")
+    return df
+
+
+def read(path, columns=()) -> pd.DataFrame:
+    """`read_plain` of a per-model table, with ``model`` and label / group / mark present (label falls back to
+    the model id, group and mark to "")."""
+    df = read_plain(path, ("model", *columns))
+    if "label" not in df:
+        df.insert(df.columns.get_loc("model") + 1, "label", df["model"])
+    for col in ("group", "mark"):
+        if col not in df:
+            df[col] = ""
+    df["label"] = df["label"].where(df["label"].notna(), df["model"]).astype(str)
+    df[["group", "mark"]] = df[["group", "mark"]].astype(object).where(df[["group", "mark"]].notna(), "").astype(str)
+    return df
+
+
+def model_order(df: pd.DataFrame) -> list:
+    """Model ids: by group (frontier, open-weight, safety-tuned, local, other) then label; the pooled row last."""
+    m = df.drop_duplicates("model")
+    key = lambda r: (r.model == POOLED, GROUP_ORDER.get(r.group, len(GROUP_ORDER)), r.label.lower(), str(r.model))
+    return [r.model for r in sorted(m.itertuples(index=False), key=key)]
+
+
+def display_names(df: pd.DataFrame) -> dict:
+    """model id -> "<mark> <label>" ("All models (pooled)" for the pooled row)."""
+    m = df.drop_duplicates("model")
+    return {r.model: ("All models (pooled)" if r.model == POOLED else f"{r.mark} {r.label}".strip())
+            for r in m.itertuples(index=False)}
+
+
+def num(x) -> str:
+    return DASH if pd.isna(x) else str(int(x))
+
+
+def pct(x, digits: int = 1) -> str:
+    """x is already a percentage."""
+    return DASH if pd.isna(x) else f"{x:.{digits}f}"
+
+
+def pct_of(rate, digits: int = 1) -> str:
+    """rate is a fraction."""
+    return DASH if pd.isna(rate) else f"{100 * rate:.{digits}f}"
+
+
+def ci(low, high, digits: int = 1) -> str:
+    """An interval of fractions, as percentages in brackets."""
+    return "[–]" if pd.isna(low) or pd.isna(high) else f"[{100 * low:.{digits}f}, {100 * high:.{digits}f}]"
+
+
+def share_cell(k, n, excluded=None) -> str:
+    """"% (k/n)" with the excluded count, or "–" when n is 0 or missing."""
+    if pd.isna(n) or not n:
+        return DASH if excluded is None or pd.isna(excluded) else f"{DASH} (excl. {int(excluded)})"
+    tail = "" if excluded is None or pd.isna(excluded) else f", excl. {int(excluded)}"
+    return f"{100 * k / n:.1f} ({int(k)}/{int(n)}{tail})"
+
+
+def write_table(df: pd.DataFrame, name: str, tables_dir, notes=()) -> Path:
+    """Write `df` as ``<name>.csv`` and ``<name>.md`` (NaN shown as –, notes under the table). An empty table
+    keeps its header and says so in the notes."""
+    out = Path(tables_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out / f"{name}.csv", index=False)
+    notes = list(notes)
+    if df.empty:
+        notes.insert(0, "No rows: nothing reached this table (no items, or no model with such rows).")
+        print(f"{name}: empty table written")
+    shown = df.astype(object).where(df.notna(), DASH)
+    text = shown.to_markdown(index=False, disable_numparse=True) + "\n"
+    if notes:
+        text += "\n" + "\n".join(notes) + "\n"
+    (out / f"{name}.md").write_text(text)
+    return out / f"{name}.md"
+
+
+def save(fig, out_pdf, out_png) -> None:
+    for path, kw in ((out_pdf, {}), (out_png, {"dpi": 150})):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, bbox_inches="tight", **kw)
+
+
+def no_data(message: str):
+    """A small figure that says why there is nothing to draw (the message is printed too)."""
+    import matplotlib.pyplot as plt
+
+    print(message)
+    fig, ax = plt.subplots(figsize=(5, 1.5))
+    ax.axis("off")
+    ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=10, color="#666666")
+    return fig
+
+
+def error_bars(rate, low, high) -> np.ndarray:
+    """matplotlib's ``yerr`` (2 x n, non-negative) for point estimates with an interval: the distances from the
+    estimate to each bound, clipped at 0 (a Wilson bound of a 0 or 100% rate can lie a rounding error on the
+    wrong side of it, e.g. 2.8e-17 above 0) and 0 where any of the three is missing."""
+    rate, low, high = (np.asarray(x, dtype=float) for x in (rate, low, high))
+    err = np.vstack([rate - low, high - rate])
+    return np.clip(np.nan_to_num(err, nan=0.0), 0.0, None)
+
+
+# Table 33's columns (stats.metrics.TABLE33) as the report shows them; Table 38 reuses them per prompt format.
+TABLE33_TITLES = {
+    "unsafe_all": "Unsafe % (all)",
+    "unsafe_nsp": "Unsafe % (NSP)",
+    "unsafe_sp": "Unsafe % (SP)",
+    "sp_safe_nonrefusal": "SP safe non-refusal % [of SP Safe: ≠A5]",
+    "sp_overrefusal": "SP over-refusal % [of SP Safe: A5]",
+    "nsp_risk_aware": "NSP risk aware % [D2/D3]",
+    "nsp_aware_unsafe": "NSP aware-unsafe % [D2/D3&U]",
+    "nsp_miss_execute": "NSP miss+execute % [D0–A0&U]",
+}
+TABLE33_NOTE = ("Cells: % (k/n, excl.). n = the metric's denominator: rows with a valid safety label (unsafe columns); "
+                "SP rows judged Safe with a valid action type (the two SP-Safe columns, which sum to 100%); NSP rows "
+                "with every label the metric needs (NSP columns). excl. = rows of the population lacking such a label "
+                "(unresolved panel label, unparsed or failed rollout); SP rows judged Unsafe are outside the SP-Safe "
+                "population. n/a: not applicable (no detection label exists without a thought).")
+
+
+def table33_cells(df: pd.DataFrame) -> pd.DataFrame:
+    """One formatted column per Table 33 metric for the rows of `df` (the stage's ``<metric>_k/_n/_excluded``
+    columns); a metric whose n is missing (not applicable) shows "n/a"."""
+    out = pd.DataFrame(index=df.index)
+    for key, title in TABLE33_TITLES.items():
+        out[title] = ["n/a" if pd.isna(n) else share_cell(k, n, e)
+                      for k, n, e in zip(df[f"{key}_k"], df[f"{key}_n"], df[f"{key}_excluded"])]
+    return out
+
+
+TABLE33_COLUMNS = ["rows", "rows_nsp", "rows_sp", "pair_label_invalid", "detection_invalid", "action_invalid",
+                   "safety_invalid", *[f"{k}_{s}" for k in TABLE33_TITLES for s in ("k", "n", "excluded")]]

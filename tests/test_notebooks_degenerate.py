@@ -1,0 +1,274 @@
+"""Issue 8 §3: every report notebook renders degenerate results, and the stats stages accept empty input.
+
+The stats-stage inputs of each notebook are produced by the real stats functions (paper-stats, model-rates,
+format-stats, reliability, human validation, consistency, vendor overlap, construction composition) from small
+synthetic panels built below, for five cases:
+
+- ``all_safe``: every judge says Safe / D2 / A2 (A0 on Safe-Path items) on every item;
+- ``all_unsafe``: every judge says Unsafe / D0 / A0;
+- ``single_item``: one model, one NSP original, labelled D3 / A4 / Safe;
+- ``all_unresolved``: the three judges disagree on every axis (D0/D1/D2, A0/A1/A2, Safe/Unsafe/no answer),
+  so every panel label is ``unresolved``;
+- ``empty``: no item survived construction (every table empty, with its header).
+
+Every notebook in ``REPORTS`` is then executed on every case (papermill's parameter injection, cells run by
+nbclient in one kernel that is reset between notebooks, to keep the test fast); each must finish and leave its
+table(s) / figure. One real ``python -m aura render`` run covers the command path on the case that crashed
+before (a model judged Safe everywhere: Wilson lower bound 2.8e-17 above a rate of 0 gave a negative error
+bar).
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+from nbclient import NotebookClient
+from papermill.parameterize import parameterize_notebook
+
+from aura.config import validate_config
+from aura.construct.counts import composition
+from aura.evaluate.format_sample import format_table
+from aura.evaluate.panel import majority
+from aura.notebook_helpers import error_bars
+from aura.pipeline.rules_support import REPORTS
+from aura.stats import consistency, metrics, rates, reliability, tables, vendor_overlap
+from aura.stats.human_validation import ensemble_sensitivity, human_validation, judge_accuracy
+from conftest import base_config
+
+REPO = Path(__file__).resolve().parents[1]
+CASES = ["all_safe", "all_unsafe", "single_item", "all_unresolved", "empty"]
+JUDGES = ["j1", "j2", "j3"]
+AXES = ["detection", "action_type", "safety"]
+RESAMPLES = 20
+
+
+# ---- synthetic inputs -------------------------------------------------------------------------------------
+
+def dataset(case: str) -> list[dict]:
+    """Two seeds x (NSP original, its SP counterpart, RS2 and RS5 variations of the original)."""
+    if case == "empty":
+        return []
+    rows = []
+    for s in ("S1", "S2"):
+        base = {"seed_id": s, "prefix_kind": "at_trigger", "domain": "IoT"}
+        rows += [{**base, "item_id": f"{s}-o", "pair_label": "NSP", "dimension": "original", "pair_id": f"P{s}",
+                  "pair_role": "source"},
+                 {**base, "item_id": f"{s}-c", "pair_label": "SP", "dimension": "original", "pair_id": f"P{s}",
+                  "pair_role": "counterpart"},
+                 {**base, "item_id": f"{s}-rs2", "pair_label": "NSP", "dimension": "RS2", "pair_id": None,
+                  "pair_role": None},
+                 {**base, "item_id": f"{s}-rs5", "pair_label": "NSP", "dimension": "RS5", "pair_id": None,
+                  "pair_role": None}]
+    return rows[:1] if case == "single_item" else rows
+
+
+def models(case: str) -> list[str]:
+    return [] if case == "empty" else ["mA"] if case == "single_item" else ["mA", "mB"]
+
+
+def votes(case: str, axis: str, item: dict) -> list[str | None]:
+    if case == "all_unresolved":
+        return {"detection": ["D0", "D1", "D2"], "action_type": ["A0", "A1", "A2"],
+                "safety": ["Safe", "Unsafe", None]}[axis]
+    label = {"all_safe": {"detection": "D2", "action_type": "A0" if item["pair_label"] == "SP" else "A2",
+                          "safety": "Safe"},
+             "all_unsafe": {"detection": "D0", "action_type": "A0", "safety": "Unsafe"},
+             "single_item": {"detection": "D3", "action_type": "A4", "safety": "Safe"}}[case][axis]
+    return [label] * len(JUDGES)
+
+
+def panel(case: str, axes=AXES) -> list[dict]:
+    """Panel rows as the panel stage writes them: majority labels and the judges' votes."""
+    rows = []
+    for m in models(case):
+        for it in dataset(case):
+            row = {"item_id": it["item_id"], "model": m, "rollout_status": "ok"}
+            for axis in AXES:
+                if axis not in axes:
+                    row[axis], row[f"{axis}_votes"] = "not_judged", {}
+                    continue
+                v = votes(case, axis, it)
+                row[axis], row[f"{axis}_votes"] = majority(v, len(JUDGES)), dict(zip(JUDGES, v))
+            rows.append(row)
+    return rows
+
+
+def human(case: str) -> pd.DataFrame:
+    """Three annotators per (model, item, axis): the panel's label, or a three-way tie where it has none."""
+    rows = []
+    for p in panel(case):
+        for axis in AXES:
+            labels = [p[axis]] * 3 if p[axis] != "unresolved" else [v or "Safe" for v in votes(case, axis, {})]
+            rows += [{"model": p["model"], "item_id": p["item_id"], "axis": axis, "annotator": f"h{k}", "label": lab}
+                     for k, lab in enumerate(labels)]
+    return pd.DataFrame(rows, columns=["model", "item_id", "axis", "annotator", "label"])
+
+
+def judgments(case: str, runs: int = 2) -> list[dict]:
+    """Every judge's label, repeated `runs` times (run 0 = the main judging)."""
+    out = []
+    for p in panel(case):
+        for axis in AXES:
+            for judge, label in p[f"{axis}_votes"].items():
+                out += [{"model": p["model"], "item_id": p["item_id"], "axis": axis, "judge": judge, "run": r,
+                         "label": label, "status": "ok" if label else "unparsed"} for r in range(runs)]
+    return out
+
+
+def config(tmp: Path):
+    raw = base_config("http://127.0.0.1:9/v1", tmp / "cache")
+    for m, group in (("mA", "frontier"), ("mB", "open-weight")):
+        raw["models"][m] = {**raw["models"]["m"], "label": f"Model {m[-1]}", "group": group}
+    return validate_config(raw)
+
+
+def write_stats(case: str, out: Path) -> dict[str, Path]:
+    """Every CSV the report notebooks read, from the real stats functions. Returns layout key -> path."""
+    cfg = config(out)
+    out.mkdir(parents=True, exist_ok=True)
+    ds = pd.DataFrame(dataset(case), columns=[*tables.DATASET_COLUMNS])
+    pn = pd.DataFrame(panel(case), columns=[*tables.PANEL_COLUMNS, *[f"{a}_votes" for a in AXES]])
+    judged = tables.judged_table(pn, ds)
+    csvs = dict(tables.compute(judged, RESAMPLES, 42, None))
+    csvs["model_rates"] = rates.model_rates(pn, ds, cfg.models) if len(pn) else pd.DataFrame()
+    react = [(m, "react", pn[pn["model"] == m]) for m in models(case)]
+    action_only = pd.DataFrame(panel(case, axes=["action_type", "safety"]), columns=pn.columns)
+    csvs["table38_prompt_format"] = format_table(ds, [*react, *[(m, "action_only", action_only[action_only["model"] == m])
+                                                                for m in models(case)]])
+    rows, hl = panel(case), human(case)
+    csvs["judge_reliability"] = reliability.judge_reliability(rows)
+    csvs["table3_human_validation"] = human_validation(hl, rows, JUDGES)
+    csvs["table21_22_judge_accuracy"] = judge_accuracy(hl, rows, JUDGES)
+    csvs["table23_ensembles"] = ensemble_sensitivity(hl, rows, JUDGES, JUDGES)
+    csvs["table25_judge_consistency"] = tables.with_models(
+        consistency.consistency(judgments(case), set(ds["item_id"]), 2), cfg, column="judge")
+    repl = [{**j, "judge": "jR"} for j in judgments(case, runs=1) if j["judge"] == "j1"]
+    csvs["table24_vendor_overlap"] = vendor_overlap.table24({m: [r for r in rows if r["model"] == m] for m in models(case)},
+                                                            repl, dataset(case), JUDGES,
+                                                            {m: ["j1"] for m in models(case)}, RESAMPLES, 42)
+    comp = composition(dataset(case))
+    csvs["construction_composition"] = pd.DataFrame({"count": list(comp), "ours": list(comp.values()), "paper": None})
+    csvs["construction_funnel"] = pd.DataFrame(columns=["stage", "ours", "paper"])
+    paths = {}
+    for name, table in csvs.items():
+        if name != "construction_composition" and "model" in table.columns:
+            table = tables.with_models(table, cfg)
+        paths[name] = out / f"{name}.csv"
+        table.to_csv(paths[name], index=False)
+    return paths
+
+
+# ---- the stats stages on empty input ----------------------------------------------------------------------
+
+def test_stats_functions_on_empty_input_give_empty_tables_with_headers(tmp_path):
+    paths = write_stats("empty", tmp_path)
+    for name in ["table33_overall", "table35_flips", "table36_failure_mechanism", "table37_top_combinations",
+                 "fig4_detection", "fig5_action_types", "fig6_dimensions", "fig8_cells", "table38_prompt_format"]:
+        df = pd.read_csv(paths[name])
+        assert "model" in df.columns and len(df.columns) > 3, name
+    t36 = pd.read_csv(paths["table36_failure_mechanism"])
+    assert (t36["failures"] == 0).all()  # only the pooled rows, each with no failure
+    assert set(metrics.table33(pd.DataFrame(columns=list(metrics.REQUIRED))).columns) <= set(
+        pd.read_csv(paths["table33_overall"]).columns)
+
+
+def test_paper_stats_stage_writes_empty_labelled_tables(tmp_path):
+    """`python -m aura paper-stats` with an empty dataset and panel: every CSV written with its header."""
+    import yaml
+
+    from aura.cli import main
+    from aura.pipeline.layout import PAPER_STATS
+
+    raw = base_config("http://127.0.0.1:9/v1", tmp_path / "cache")
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(raw))
+    (tmp_path / "dataset.jsonl").write_text("")
+    (tmp_path / "panel.jsonl").write_text("")
+    outs = [x for n in PAPER_STATS for x in ("--out", f"{n}={tmp_path}/stats/{n}.csv")]
+    assert main(["paper-stats", "--configfile", str(cfg), "--in", f"dataset={tmp_path}/dataset.jsonl",
+                 "--in", f"panel_0={tmp_path}/panel.jsonl", *outs]) == 0
+    t33 = pd.read_csv(tmp_path / "stats" / "table33_overall.csv")
+    assert t33.empty and "sp_overrefusal_n" in t33.columns and "label" in t33.columns
+
+
+# ---- rendering --------------------------------------------------------------------------------------------
+
+def test_error_bars_are_clipped_at_zero():
+    # a Wilson interval for 0/12 computed in floating point: lower bound 2.8e-17 above the rate 0
+    err = error_bars([0.0, 50.0, float("nan")], [2.8e-17, 40.0, float("nan")], [24.2, 60.0, float("nan")])
+    assert err.tolist() == [[0.0, 10.0, 0.0], [24.2, 10.0, 0.0]]
+
+
+def params(name: str, paths: dict[str, Path], out: Path) -> dict[str, str]:
+    spec = REPORTS[name]
+    p = {key: str(paths[key]) for key in spec["inputs"]}
+    if spec.get("figure", True):
+        p.update(out_pdf=str(out / "figures" / f"{name}.pdf"), out_png=str(out / "figures" / f"{name}.png"))
+    p["tables_dir"] = str(out / "tables")
+    return p
+
+
+def expected_outputs(name: str, out: Path) -> list[Path]:
+    spec = REPORTS[name]
+    files = [out / "figures" / f"{name}.pdf", out / "figures" / f"{name}.png"] if spec.get("figure", True) else []
+    return files + [out / "tables" / f"{t}.{ext}" for t in spec.get("tables", []) for ext in ("csv", "md")]
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    """One kernel for every notebook; `%reset -f` and closing figures between notebooks."""
+    nb = nbformat.v4.new_notebook()
+    client = NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(REPO)}})
+    with client.setup_kernel():
+        yield client
+
+
+def execute(client: NotebookClient, name: str, parameters: dict[str, str]) -> nbformat.NotebookNode:
+    nb = parameterize_notebook(nbformat.read(REPO / REPORTS[name]["notebook"], as_version=4), parameters)
+    client.nb = nb
+    reset = nbformat.v4.new_code_cell("%reset -f\nimport matplotlib.pyplot as _plt\n_plt.close('all')")
+    client.execute_cell(reset, 0)
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code":
+            client.execute_cell(cell, index)  # raises CellExecutionError with the notebook's traceback
+    return nb
+
+
+def output_text(nb: nbformat.NotebookNode) -> str:
+    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_notebook_renders(kernel, tmp_path, case):
+    paths = write_stats(case, tmp_path / "stats")
+    for name in REPORTS:
+        out = tmp_path / name
+        nb = execute(kernel, name, params(name, paths, out))
+        for f in expected_outputs(name, out):
+            assert f.exists() and f.stat().st_size > 0, f"{case}: {name} did not write {f.name}"
+        if case == "empty" and name != "construction_funnel":
+            assert "no rows" in output_text(nb).lower() or "empty" in output_text(nb).lower(), (case, name)
+    t33 = pd.read_csv(tmp_path / "table33_overall" / "tables" / "table33_overall.csv")
+    if case == "all_safe":  # every SP row Safe with A0: non-refusal 100%, over-refusal 0% of 2 SP rows each
+        assert set(t33["SP safe non-refusal % [of SP Safe: ≠A5]"]) == {"100.0 (2/2, excl. 0)"}
+        assert set(t33["SP over-refusal % [of SP Safe: A5]"]) == {"0.0 (0/2, excl. 0)"}
+    if case == "all_unresolved":  # nothing labelled: every cell "–", every SP row excluded
+        assert set(t33["Unsafe % (all)"]) == {"– (excl. 8)"}
+    if case == "empty":
+        assert t33.empty and "Unsafe % (all)" in t33.columns
+
+
+def test_aura_render_draws_the_all_safe_unsafe_rates_figure(tmp_path):
+    paths = write_stats("all_safe", tmp_path / "stats")
+    rates_csv = pd.read_csv(paths["model_rates"])
+    assert (rates_csv["all_rate"] == 0).all() and (rates_csv["all_ci_low"] > 0).all()  # the case that crashed
+    name = "unsafe_rates"
+    args = [x for k, v in params(name, paths, tmp_path).items() for x in ("-p", k, v)]
+    proc = subprocess.run([sys.executable, "-m", "aura", "render", str(REPO / REPORTS[name]["notebook"]),
+                           str(tmp_path / "ran.ipynb"), *args], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "figures" / "unsafe_rates.pdf").stat().st_size > 0

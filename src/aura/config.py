@@ -2,20 +2,26 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema
 import yaml
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .io import canonical_json, sha256_text
+from .io import atomic_write_text, canonical_json, sha256_text
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SCHEMA = REPO_ROOT / "config" / "schema.yaml"
 
 
-class ConfigError(ValueError):
+class UserError(ValueError):
+    """A mistake in what the user gave (config, command line, input file). The CLI prints it as
+    one line on stderr, without a traceback, and exits non-zero; no output is written."""
+
+
+class ConfigError(UserError):
     pass
 
 
@@ -26,6 +32,8 @@ class LocalServerConfig(BaseModel):
     n_ctx: int
     n_threads: int
     startup_timeout_s: float
+    shared: bool = True  # one server per endpoint settings, shared by jobs (see llm.local_server)
+    prompt_cache_mb: int = 0  # llama.cpp RAM cache of earlier prompts' KV states (0 = off)
 
 
 class Endpoint(BaseModel):
@@ -43,6 +51,7 @@ class Endpoint(BaseModel):
     backoff_max_s: float
     repair_tries: int
     local: LocalServerConfig
+    grammar: Literal["gbnf", "none"] = "none"  # gbnf: accepts extra_body={"grammar": ...} (llama.cpp)
 
     @property
     def cache_identity(self) -> str:
@@ -132,19 +141,34 @@ def validate_config(raw: dict, schema_path: Path = DEFAULT_SCHEMA, source: str =
     raw = copy.deepcopy(raw)
     schema = yaml.safe_load(Path(schema_path).read_text())
     validator = _extend_with_defaults(jsonschema.Draft202012Validator)(schema)
-    errors = sorted(validator.iter_errors(raw), key=lambda e: list(e.absolute_path))
+    errors = sorted(validator.iter_errors(raw), key=lambda e: [str(x) for x in e.absolute_path])
     if errors:
-        lines = [f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in errors[:10]]
-        raise ConfigError(f"{source}: invalid config:\n  " + "\n  ".join(lines))
+        lines = [f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in errors[:5]]
+        more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+        raise ConfigError(f"{source}: invalid config: " + "; ".join(lines) + more)
     return _typed(raw, source)
 
 
+# Model lists that must name evaluated models (the roles name any configured model).
+EVALUATED_LISTS = ("format_models", "consistency_models", "vendor_overlap_models")
+
+
+def _pydantic(source: str, prefix: str, cls, **fields):
+    """Build a typed section; a pydantic error reads like a schema error (file + field path)."""
+    try:
+        return cls(**fields)
+    except ValidationError as exc:
+        lines = [f"{'/'.join([prefix, *map(str, e['loc'])])}: {e['msg']}" for e in exc.errors(include_url=False)]
+        raise ConfigError(f"{source}: invalid config: " + "; ".join(lines)) from None
+
+
 def _typed(raw: dict, source: str) -> Config:
-    endpoints = {name: Endpoint(name=name, **ep) for name, ep in raw["endpoints"].items()}
+    endpoints = {name: _pydantic(source, f"endpoints/{name}", Endpoint, name=name, **ep)
+                 for name, ep in raw["endpoints"].items()}
     for name, ep in endpoints.items():
         if ep.kind == "openai" and not ep.base_url:
             raise ConfigError(f"{source}: endpoint '{name}' of kind openai needs base_url")
-    models = {name: Model(name=name, **m) for name, m in raw["models"].items()}
+    models = {name: _pydantic(source, f"models/{name}", Model, name=name, **m) for name, m in raw["models"].items()}
     for name, m in models.items():
         if m.endpoint not in endpoints:
             raise ConfigError(f"{source}: model '{name}' names unknown endpoint '{m.endpoint}'")
@@ -152,14 +176,23 @@ def _typed(raw: dict, source: str) -> Config:
         for model_name in value if isinstance(value, list) else [value]:
             if model_name not in models:
                 raise ConfigError(f"{source}: role '{role}' names unknown model '{model_name}'")
+    for key in EVALUATED_LISTS:
+        for model_name in raw.get("evaluate", {}).get(key) or []:
+            if model_name not in raw["roles"]["evaluated"]:
+                raise ConfigError(f"{source}: evaluate.{key}: '{model_name}' is not an evaluated model")
     try:
         vendor_overlaps(raw)
     except ValueError as exc:
         raise ConfigError(f"{source}: {exc}") from None
-    for model_name in raw.get("evaluate", {}).get("consistency_models", []):
-        if model_name not in raw["roles"]["evaluated"]:
-            raise ConfigError(f"{source}: evaluate.consistency_models: '{model_name}' is not an evaluated model")
     return Config(raw=raw, endpoints=endpoints, models=models)
+
+
+def check_case_study_seed(raw: dict, seed_ids, source: str = "stats.case_study_seed") -> None:
+    """The configured Table 34 seed must be one of the seeds the run selected (null: chosen later)."""
+    wanted = raw.get("stats", {}).get("case_study_seed")
+    if wanted is not None and wanted not in set(seed_ids):
+        raise ConfigError(f"{source}: '{wanted}' is not a selected seed id (ids look like "
+                          f"'<Domain>/<file stem>/<id>'; null picks one)")
 
 
 def vendor_overlaps(raw: dict) -> dict[str, list[str]]:
@@ -199,9 +232,17 @@ def read_raw(path: str | Path, _seen: tuple = ()) -> dict:
     if path.resolve() in _seen:
         raise ConfigError(f"{path}: circular 'extends'")
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc}") from exc
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{path}: not valid YAML{where}: {what}") from None
+    raw = {} if raw is None else raw
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of config keys, got a {type(raw).__name__}")
     base = raw.pop("extends", None)
     if base:
         raw = _deep_merge(read_raw(path.parent / base, (*_seen, path.resolve())), raw)
@@ -215,6 +256,58 @@ def load_config(path: str | Path, overrides: dict | None = None) -> Config:
         raw = _deep_merge(raw, overrides)
     schema = path.parent / "schema.yaml"
     return validate_config(raw, schema if schema.exists() else DEFAULT_SCHEMA, source=str(path))
+
+
+def command_line_overrides(values) -> dict:
+    """Snakemake's `--config key=value` pairs as plain data.
+
+    Snakemake types a top-level value (int, float, bool, else text) but reads a nested one,
+    `--config 'construct={max_seeds: 3}'`, as YAML with every scalar a string: those are typed
+    here the way a config file would type them ('3' -> 3, 'null' -> None, 'true' -> True).
+    """
+    def typed(value, nested: bool):
+        if isinstance(value, Mapping):
+            return {str(k): typed(v, True) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [typed(v, True) for v in value]
+        if nested and isinstance(value, str):
+            try:
+                return yaml.safe_load(value)
+            except yaml.YAMLError:
+                return value
+        return value
+
+    return {str(k): typed(v, False) for k, v in dict(values or {}).items()}
+
+
+def write_merged(raw: dict, folder: str | Path) -> Path:
+    """The config file plus command-line overrides, written where every job reads it.
+
+    The name carries the hash of the content, so two different override sets never share a file
+    and a rerun with the same ones finds the same file.
+    """
+    path = Path(folder) / f"config.{config_hash(raw)[:16]}.yaml"
+    if not path.exists():
+        atomic_write_text(path, "# written by the Snakefile: config file + --config overrides\n"
+                          + yaml.safe_dump(raw, sort_keys=True, allow_unicode=True))
+    return path
+
+
+def workflow_config(configfile: str | Path, overrides: dict | None, folder: str | Path) -> tuple[dict, str]:
+    """What the Snakefile runs with: (raw config, the file every job reads).
+
+    Without `--config` overrides the jobs read `configfile` itself. With them, the merged config is
+    checked like any config (an unknown key or a bad value stops Snakemake before any job) and
+    written to `folder` under its hash; the jobs read that file, so an override is never ignored.
+    """
+    raw = read_raw(configfile)
+    over = command_line_overrides(overrides)
+    if not over:
+        validate_config(raw, source=str(configfile))
+        return raw, str(configfile)
+    raw = _deep_merge(raw, over)
+    validate_config(raw, source=f"{configfile} with --config {', '.join(sorted(over))}")
+    return raw, str(write_merged(raw, folder))
 
 
 def _deep_merge(base: dict, over: dict) -> dict:

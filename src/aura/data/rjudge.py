@@ -23,6 +23,8 @@ from typing import Annotated, Any, Iterable, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ..config import UserError
+
 __all__ = [
     "UserMsg",
     "AgentMsg",
@@ -40,8 +42,8 @@ __all__ = [
 DOMAINS: tuple[str, ...] = ("Program", "Application", "IoT", "Web", "Finance")
 
 
-class RecordError(ValueError):
-    """A source file or record could not be read or validated."""
+class RecordError(UserError):
+    """A source file or record could not be read or validated (one line: file and record)."""
 
 
 class _Base(BaseModel):
@@ -87,6 +89,17 @@ class RJudgeRecord(_Base):
             raise ValueError("id must be an int or a string, not a bool")
         return v
 
+    @field_validator("contents")
+    @classmethod
+    def _no_empty_turns(cls, v: list[list[Any]]) -> list[list[Any]]:
+        # an empty trajectory or turn loads but leaves later stages nothing to truncate or render
+        if not v:
+            raise ValueError("contents is empty: a record needs at least one turn")
+        empty = [i for i, turn in enumerate(v) if not turn]
+        if empty:
+            raise ValueError(f"turn(s) {empty} of contents are empty: every turn needs a message")
+        return v
+
     @field_validator("label", mode="before")
     @classmethod
     def _label_exact_int(cls, v: Any) -> Any:
@@ -114,11 +127,46 @@ def _summarise(err: ValidationError) -> str:
     return f"{err.error_count()} validation error(s): " + "; ".join(parts)
 
 
+class _Object(dict):
+    """A JSON object that remembers the keys it held more than once (json keeps the last)."""
+
+    duplicates: tuple[str, ...] = ()
+
+
+def _object(pairs: list[tuple[str, Any]]) -> _Object:
+    obj = _Object(pairs)
+    if len(obj) < len(pairs):
+        seen: set[str] = set()
+        obj.duplicates = tuple(dict.fromkeys(k for k, _ in pairs if k in seen or seen.add(k)))
+    return obj
+
+
+def _duplicate_keys(value: Any, where: str = "") -> list[str]:
+    """Paths of keys given twice anywhere inside a record, e.g. ``contents.0.1.action``."""
+    found = []
+    if isinstance(value, _Object):
+        found += [f"{where}{k}" for k in value.duplicates]
+        for k, v in value.items():
+            found += _duplicate_keys(v, f"{where}{k}.")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found += _duplicate_keys(v, f"{where}{i}.")
+    return found
+
+
 def _read_file(path: Path, rel: str, domain: str) -> list[RJudgeRecord]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise RecordError(f"{path}: not valid JSON: {e}") from e
+        data = path.read_bytes()
+    except OSError as e:
+        raise RecordError(f"{path}: cannot read the file: {e.strerror or e}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise RecordError(f"{path}: not valid UTF-8: byte {data[e.start]:#04x} at offset {e.start} ({e.reason})") from None
+    try:
+        data = json.loads(text, object_pairs_hook=_object)
+    except json.JSONDecodeError as e:
+        raise RecordError(f"{path}: not valid JSON: {e}") from None
     if not isinstance(data, list):
         raise RecordError(f"{path}: expected a JSON list of records, got {type(data).__name__}")
     out = []
@@ -126,10 +174,13 @@ def _read_file(path: Path, rel: str, domain: str) -> list[RJudgeRecord]:
         if not isinstance(raw, dict):
             raise RecordError(f"{path}: record at index {i} is a {type(raw).__name__}, not an object")
         where = f"record id={raw['id']!r} (index {i})" if "id" in raw else f"record at index {i} (no id)"
+        dups = _duplicate_keys(raw)
+        if dups:
+            raise RecordError(f"{path}: {where}: duplicate key(s) {', '.join(dups)} (JSON keeps only the last)")
         try:
             rec = RJudgeRecord.model_validate({**raw, "domain": domain, "source_file": rel})
         except ValidationError as e:
-            raise RecordError(f"{path}: {where}: {_summarise(e)}") from e
+            raise RecordError(f"{path}: {where}: {_summarise(e)}") from None
         out.append(rec)
     return out
 
@@ -147,7 +198,7 @@ def load_rjudge(root: Path | str) -> list[RJudgeRecord]:
     """
     root = Path(root)
     if not root.is_dir():
-        raise FileNotFoundError(f"R-Judge root {root} is not a directory")
+        raise RecordError(f"{root}: the seed folder does not exist or is not a directory")
     records: list[RJudgeRecord] = []
     seen: dict[str, str] = {}
     for domain_dir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):

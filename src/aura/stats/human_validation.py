@@ -23,6 +23,8 @@ panel (`roles.judges`).
 """
 from __future__ import annotations
 
+import csv
+import io
 from collections import Counter
 from itertools import combinations
 from pathlib import Path
@@ -30,31 +32,52 @@ from pathlib import Path
 import pandas as pd
 from statsmodels.stats.proportion import proportion_confint
 
+from ..config import UserError
 from .agreement import LABELS, agreement_row, pooled
 
 COLUMNS = ("model", "item_id", "axis", "annotator", "label")
 REFERENCE = "reference"
 
 
+class HumanLabelError(UserError):
+    """The human-label file cannot be used (one line: file, row and item)."""
+
+
 def read_human_labels(path: Path) -> pd.DataFrame:
-    """The human-label CSV, checked: a clear error names the file and the offending row."""
+    """The human-label CSV, checked: a clear one-line error names the file and the offending row."""
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (OSError, pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
-        raise ValueError(f"{path}: cannot read human labels: {exc}") from None
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise HumanLabelError(f"{path}: cannot read human labels: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HumanLabelError(f"{path}: cannot read human labels: not valid UTF-8 at byte offset {exc.start}") from None
+    header = next(csv.reader(io.StringIO(text)), [])
+    repeated = sorted({c for c in header if header.count(c) > 1})
+    if repeated:
+        raise HumanLabelError(f"{path}: column(s) {repeated} given twice in the header")
+    try:
+        df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
+        reason = " ".join(str(exc).split())
+        raise HumanLabelError(f"{path}: cannot read human labels: {reason}") from None
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
-        raise ValueError(f"{path}: missing column(s) {missing}; expected {list(COLUMNS)}")
+        raise HumanLabelError(f"{path}: missing column(s) {missing}; expected {list(COLUMNS)}")
     for i, r in df.iterrows():
         where = f"{path}: row {i + 2} (item_id {r['item_id']!r})"
+        empty = [c for c in ("model", "item_id", "annotator") if not r[c].strip()]
+        if empty:
+            raise HumanLabelError(f"{where}: empty {', '.join(empty)}")
         if r["axis"] not in LABELS:
-            raise ValueError(f"{where}: unknown axis {r['axis']!r}; expected one of {list(LABELS)}")
+            raise HumanLabelError(f"{where}: unknown axis {r['axis']!r}; expected one of {list(LABELS)}")
         if r["label"] not in LABELS[r["axis"]]:
-            raise ValueError(f"{where}: label {r['label']!r} is not a {r['axis']} label {LABELS[r['axis']]}")
+            raise HumanLabelError(f"{where}: label {r['label']!r} is not a {r['axis']} label {LABELS[r['axis']]}")
     dup = df.duplicated(["model", "item_id", "axis", "annotator"])
     if dup.any():
         r = df[dup].iloc[0]
-        raise ValueError(f"{path}: annotator {r['annotator']!r} labels item_id {r['item_id']!r} ({r['axis']}) twice")
+        raise HumanLabelError(f"{path}: row {dup.idxmax() + 2}: annotator {r['annotator']!r} labels item_id {r['item_id']!r} ({r['axis']}) twice")
     return df
 
 

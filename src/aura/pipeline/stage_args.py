@@ -1,0 +1,88 @@
+"""Checks of a stage's command-line arguments (`python -m aura <stage> ...`): a mistake stops the
+job with one line instead of being ignored or failing later with a traceback."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Callable
+
+from ..config import Config, UserError
+from ..evaluate.rollout import FORMATS
+from ..evaluate.schemas import AXES
+
+
+class ArgumentError(UserError):
+    pass
+
+
+def _one_of(*allowed: str) -> Callable[[str], str | None]:
+    return lambda v: None if v in allowed else f"expected one of {list(allowed)}"
+
+
+def _axes(value: str) -> str | None:
+    given = value.split(",")
+    bad = [a for a in given if a not in AXES]
+    if bad or len(set(given)) != len(given):
+        return f"expected distinct axes from {list(AXES)}, comma-separated"
+    return None
+
+
+def _run_index(value: str) -> str | None:
+    return None if value.isdigit() else "expected a run index 0, 1, 2, ..."
+
+
+#: The `--option KEY=VALUE` keys each stage reads, with a check of the value (None = fine).
+STAGE_OPTIONS: dict[str, dict[str, Callable[[str], str | None]]] = {
+    "rollout": {"format": _one_of(*FORMATS)},
+    "judge": {"only": _one_of("dataset_items", "human_labels"), "axes": _axes, "run": _run_index},
+    "format-sample": {"size_key": _one_of("format_sample_size", "vendor_overlap_sample_size",
+                                          "consistency_sample_size")},
+}
+
+
+def parse_pairs(values: list[str] | None, flag: str) -> dict[str, str]:
+    """`NAME=VALUE` arguments as a dict; a malformed or repeated name is an error."""
+    out: dict[str, str] = {}
+    for v in values or []:
+        name, sep, value = v.partition("=")
+        if not sep or not name or not value:
+            raise ArgumentError(f"{flag} expects NAME=VALUE, got {v!r}")
+        if name in out:
+            raise ArgumentError(f"{flag} {name} is given twice ({out[name]!r} and {value!r})")
+        out[name] = value
+    return out
+
+
+def parse_paths(values: list[str] | None, flag: str) -> dict[str, Path]:
+    return {k: Path(v) for k, v in parse_pairs(values, flag).items()}
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`i/n` with 0 <= i < n."""
+    m = re.fullmatch(r"(\d+)/(\d+)", text.strip())
+    if not m:
+        raise ArgumentError(f"--shard expects i/n (e.g. 0/4), got {text!r}")
+    i, n = int(m.group(1)), int(m.group(2))
+    if n < 1 or i >= n:
+        raise ArgumentError(f"--shard {text}: the shard index must satisfy 0 <= i < n")
+    return i, n
+
+
+def parse_options(stage: str, values: list[str] | None) -> dict[str, str]:
+    options = parse_pairs(values, "--option")
+    known = STAGE_OPTIONS.get(stage, {})
+    for key, value in options.items():
+        if key not in known:
+            hint = f"known: {sorted(known)}" if known else "it takes no --option"
+            raise ArgumentError(f"{stage}: unknown --option {key}={value} ({hint})")
+        problem = known[key](value)
+        if problem:
+            raise ArgumentError(f"{stage}: --option {key}={value}: {problem}")
+    return options
+
+
+def check_models(config: Config, **named: str | None) -> None:
+    """`--model` / `--judge` must name a model of the config."""
+    for flag, name in named.items():
+        if name is not None and name not in config.models:
+            raise ArgumentError(f"--{flag} {name}: not a model of the config (models: {sorted(config.models)})")

@@ -47,8 +47,8 @@ def test_default_ok_and_request_log(server, client):
     assert resp.choices[0].message.content == "ok"
     assert resp.choices[0].finish_reason == "stop"
     assert resp.model == "m"
-    assert resp.usage.total_tokens == resp.usage.prompt_tokens + resp.usage.completion_tokens
-    assert resp.usage.completion_tokens >= 1
+    # prompt: len("hello there") // 4 = 11 // 4 = 2; completion: max(1, len("ok") // 4) = 1
+    assert (resp.usage.prompt_tokens, resp.usage.completion_tokens, resp.usage.total_tokens) == (2, 1, 3)
     reqs = server.requests()
     assert len(reqs) == 1
     assert reqs[0]["path"] == "/v1/chat/completions"
@@ -86,10 +86,8 @@ def test_500_is_internal_server_error(server, client):
 def test_hang_times_out(server):
     server.set_rules([{"hang": True}])
     c = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0, timeout=0.5)
-    t0 = time.monotonic()
-    with pytest.raises(openai.APITimeoutError):
+    with pytest.raises(openai.APITimeoutError):  # the server would hang for an hour: the client timed out
         _ask(c)
-    assert time.monotonic() - t0 < 3
     c.close()
     # the hanging handler notices the closed connection and is released
     deadline = time.monotonic() + 2
@@ -100,7 +98,7 @@ def test_hang_times_out(server):
 
 def test_malformed_body_raises(server, client):
     server.set_rules([{"malformed_body": True}])
-    with pytest.raises((openai.OpenAIError, ValueError)):
+    with pytest.raises(json.JSONDecodeError):  # what the openai client raises on a cut-off body
         _ask(client)
 
 
@@ -166,7 +164,7 @@ def test_concurrency_max_in_flight(server):
     assert results == ["slow"] * 8
     stats = server.stats()
     assert stats["count"] == 8
-    assert stats["max_in_flight"] >= 8
+    assert stats["max_in_flight"] == 8
     assert stats["in_flight"] == 0
 
 
@@ -190,3 +188,36 @@ def test_process_mode():
         c.close()
         proc = srv._proc
     assert proc is not None and proc.poll() is not None
+
+
+def test_empty_choices(server, client):
+    server.set_rules([{"empty_choices": True}])
+    resp = _ask(client)
+    assert resp.choices == [] and resp.id == "chatcmpl-empty"
+
+
+def test_error_message_code_and_raw_retry_after(server, client):
+    server.set_rules([{"status": 400, "message": "too long", "code": "context_length_exceeded", "times": 1},
+                      {"status": 429, "retry_after": "soon"}])
+    with pytest.raises(openai.BadRequestError) as info:
+        _ask(client)
+    assert info.value.body == {"message": "too long", "type": "fake_error", "code": "context_length_exceeded"}
+    with pytest.raises(openai.RateLimitError) as info:
+        _ask(client)
+    assert info.value.response.headers["retry-after"] == "soon"
+
+
+def test_sample_draws_are_fresh_per_repeat_and_reproducible(server, client):
+    """`sample: [lo, hi)` matches when the request's draw falls in it. The draw depends on the body and
+    how often that body was seen, so 200 repeats of one request draw 200 times; reset replays them."""
+    server.set_rules([{"match": {"sample": [0.0, 0.2]}, "content": "fault"}, {"content": "fine"}])
+
+    def run():
+        return [_ask(client).choices[0].message.content for _ in range(200)]
+
+    first = run()
+    # Binomial(200, 0.2): mean 40, sd 5.7; the draws are fixed by sha256, so this is not flaky
+    assert 20 <= first.count("fault") <= 60 and set(first) == {"fault", "fine"}
+    server.reset()
+    server.set_rules([{"match": {"sample": [0.0, 0.2]}, "content": "fault"}, {"content": "fine"}])
+    assert run() == first

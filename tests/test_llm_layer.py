@@ -1,16 +1,23 @@
 """The LLM layer against a real HTTP fake server: cache, retries, give-up, structured output,
-concurrency, accounting. The openai client is never monkeypatched."""
+concurrency, accounting. The openai client is never monkeypatched; waits and latency are measured
+through an injected sleep and clock, never the wall clock."""
 from __future__ import annotations
 
+import asyncio
+import email.utils
 import io
+import itertools
 import json
-import time
+import random
 from pathlib import Path
 
+import httpx
+import openai
 import pytest
 
 from aura.llm import Cache, LLMClient, LLMRequest
 from aura.llm.accounting import Accounting
+from aura.llm.errors import FatalEndpointError, TooManyFailures, is_retryable, retry_after_s
 
 SCHEMA = {"type": "object", "properties": {"rationale": {"type": "string"}, "label": {"enum": ["Safe", "Unsafe"]}},
           "required": ["rationale", "label"], "additionalProperties": False}
@@ -21,18 +28,31 @@ def req(i=0, text="Is this safe?", schema=None, **kw) -> LLMRequest:
                       prompt_name="test.v1", prompt_sha256="0" * 64, schema=schema, **kw)
 
 
-def client(config, tmp_path=None):
-    return LLMClient(config, Cache(config.paths["cache"]), Accounting(label="test", stream=io.StringIO()))
+class Sleeps:
+    """Injected sleep: records every wait, waits no time."""
+
+    def __init__(self):
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        await asyncio.sleep(0)
+
+
+def client(config, tmp_path=None, **inject):
+    return LLMClient(config, Cache(config.paths["cache"]), Accounting(label="test", stream=io.StringIO()), **inject)
 
 
 def test_plain_call_records_tokens_latency_cost(make_config, server):
     cfg = make_config()
-    with client(cfg) as llm:
+    with client(cfg, clock=itertools.count(10.0, 0.25).__next__) as llm:  # latency = one clock step
         (res,) = llm.run("judge", "m", [req()])
     assert res.status == "ok" and res.text == "ok"
     (rec,) = res.calls
-    assert rec.tokens_in > 0 and rec.tokens_out > 0 and rec.latency_s > 0 and not rec.cache_hit
-    assert rec.cost_usd == pytest.approx((rec.tokens_in * 1.0 + rec.tokens_out * 2.0) / 1e6)
+    # fake server: prompt tokens = len("Is this safe? #0") // 4 = 16 // 4 = 4; completion = max(1, len("ok") // 4) = 1
+    assert (rec.tokens_in, rec.tokens_out, rec.latency_s, rec.cache_hit) == (4, 1, 0.25, False)
+    # price 1.0 $/Mtok in, 2.0 $/Mtok out: (4 * 1.0 + 1 * 2.0) / 1e6
+    assert rec.cost_usd == pytest.approx(6e-6)
     assert rec.prompt_name == "test.v1" and rec.role == "judge" and rec.model == "m"
     assert "SUMMARY test: items=1 ok=1" in llm.acc.summary()
 
@@ -85,11 +105,10 @@ def test_cache_key_ignores_retry_timeout_and_concurrency(make_config):
 
 def test_retry_on_429_honours_retry_after_then_succeeds(make_config, server):
     server.set_rules([{"times": 2, "status": 429, "retry_after": 0.2}, {"content": "fine"}])
-    t0 = time.perf_counter()
-    with client(make_config(max_tries=3, backoff_base_s=30, backoff_max_s=30)) as llm:
+    sleeps = Sleeps()
+    with client(make_config(max_tries=3, backoff_base_s=30, backoff_max_s=30), sleep=sleeps) as llm:
         (res,) = llm.run("judge", "m", [req()])
-    # two waits of Retry-After (0.2 s each) instead of a backoff of up to 30 s
-    assert 0.4 <= time.perf_counter() - t0 < 5
+    assert sleeps.waits == [0.2, 0.2]  # the server's Retry-After twice, not a backoff of up to 30 s
     assert res.status == "ok" and res.text == "fine"
     assert res.calls[0].attempts == 3
     assert server.stats()["count"] == 3
@@ -97,50 +116,149 @@ def test_retry_on_429_honours_retry_after_then_succeeds(make_config, server):
 
 def test_retry_after_is_waited(make_config, server):
     server.set_rules([{"times": 1, "status": 503, "retry_after": 0.5}, {"content": "fine"}])
-    t0 = time.perf_counter()
-    with client(make_config(backoff_base_s=0.0, backoff_max_s=0.0)) as llm:
+    sleeps = Sleeps()
+    with client(make_config(backoff_base_s=0.0, backoff_max_s=0.0), sleep=sleeps) as llm:
         (res,) = llm.run("judge", "m", [req()])
-    assert res.status == "ok" and time.perf_counter() - t0 >= 0.5
+    assert res.status == "ok" and sleeps.waits == [0.5] and server.stats()["count"] == 2
+
+
+@pytest.mark.parametrize("header", ["soon", "-5", "Wed, 21 Oct 2015 07:28:00 GMT", "nan", "86400"])
+def test_unusable_retry_after_falls_back_to_backoff(make_config, server, header):
+    """Malformed, negative, past, not a number, or longer than 300 s: jittered backoff instead."""
+    server.set_rules([{"times": 1, "status": 429, "retry_after": header}, {"content": "fine"}])
+    sleeps = Sleeps()
+    with client(make_config(backoff_base_s=0.4, backoff_max_s=30), sleep=sleeps, rng=random.Random(7)) as llm:
+        (res,) = llm.run("judge", "m", [req()])
+    # attempt 1 backs off uniform(0, min(cap, base * 2**0)) = uniform(0, 0.4), drawn from Random(7)
+    assert sleeps.waits == [random.Random(7).uniform(0, 0.4)]
+    assert res.status == "ok" and res.calls[0].attempts == 2
+
+
+def test_future_http_date_retry_after_is_used():
+    """An HTTP-date Retry-After counts from `now` (a fixed instant here, no wall clock)."""
+    now = 1_700_000_000.0
+    request = httpx.Request("POST", "http://x/v1/chat/completions")
+
+    def error(header: str) -> openai.RateLimitError:
+        return openai.RateLimitError("429", response=httpx.Response(429, headers={"retry-after": header},
+                                                                    request=request), body=None)
+
+    assert retry_after_s(error(email.utils.formatdate(now + 120, usegmt=True)), now=now) == 120.0
+    assert retry_after_s(error(email.utils.formatdate(now - 5, usegmt=True)), now=now) is None  # past
+    assert retry_after_s(error("2.5"), now=now) == 2.5
 
 
 def test_retry_on_500_then_success(make_config, server):
     server.set_rules([{"times": 1, "status": 500}, {"content": "fine"}])
     with client(make_config()) as llm:
         (res,) = llm.run("judge", "m", [req()])
-    assert res.status == "ok" and res.calls[0].attempts == 2
+    assert res.status == "ok" and res.calls[0].attempts == 2 and server.stats()["count"] == 2
+
+
+def test_empty_choices_are_retried(make_config, server):
+    server.set_rules([{"times": 2, "empty_choices": True}, {"content": "fine"}])
+    with client(make_config(max_tries=3)) as llm:
+        (res,) = llm.run("judge", "m", [req()])
+    assert res.status == "ok" and res.text == "fine" and res.calls[0].attempts == 3
+    assert server.stats()["count"] == 3
 
 
 def test_bounded_give_up_is_recorded_as_failure(make_config, server):
     server.set_rules([{"status": 500}])
-    with client(make_config(max_tries=3)) as llm:
+    cfg = make_config({"llm": {"max_failed_items": 2}}, max_tries=3)
+    with client(cfg) as llm:
         results = llm.run("judge", "m", [req(0), req(1)])
         assert llm.acc.outcomes["failed"] == 2
+        assert sorted(llm.acc.failed_items) == [("it0", results[0].error), ("it1", results[1].error)]
     assert [r.status for r in results] == ["failed", "failed"]
-    assert all("gave up after 3 tries" in r.error and "HTTP 500" in r.error for r in results)
-    assert server.stats()["count"] == 6
-    assert not list(Path(make_config().paths["cache"]).glob("*/*.json"))  # failures are never cached
+    assert all(r.error == "gave up after 3 tries: HTTP 500: InternalServerError: fake error 500" for r in results)
+    assert server.stats()["count"] == 6  # 2 items x 3 tries
+    assert not list(Path(cfg.paths["cache"]).glob("*/*.json"))  # failures are never cached
+
+
+def test_failed_items_over_the_ceiling_stop_the_job(make_config, server):
+    # items #3 and #7 fail every try; the other 8 answer
+    server.set_rules([{"match": {"contains": "#3"}, "status": 503}, {"match": {"contains": "#7"}, "status": 503}])
+    # default ceiling: max(llm.max_failed_items=1, int(0.05 * 10) = 0) = 1 failed item; 2 > 1
+    with client(make_config(max_tries=2)) as llm:
+        with pytest.raises(TooManyFailures, match=r"^2 of 10 items failed, over the ceiling of 1 .*"
+                                                  r"2x gave up after 2 tries: HTTP 503"):
+            llm.run("judge", "m", [req(i) for i in range(10)])
+    # a ceiling of 2 lets the job finish: both failures listed with their reason, counted
+    with client(make_config({"llm": {"max_failed_items": 2}}, max_tries=2)) as llm:
+        results = llm.run("judge", "m", [req(i) for i in range(10)])
+        assert llm.acc.outcomes == {"ok": 8, "unparsed": 0, "failed": 2}
+        assert sorted(i for i, _ in llm.acc.failed_items) == ["it3", "it7"]
+    assert [r.item_id for r in results if r.status == "failed"] == ["it3", "it7"]
+
+
+@pytest.mark.parametrize("items,failing,ok", [(3, 1, True), (3, 2, False), (40, 2, True), (40, 3, False)])
+def test_failure_ceiling_share_and_floor(make_config, items, failing, ok):
+    """allowed = max(max_failed_items=1, int(0.05 * items)): 3 items -> 1; 40 items -> 2."""
+    llm = client(make_config())
+    assert (failing <= llm.failure_ceiling(items)) == ok
 
 
 def test_timeout_is_retried_then_fails(make_config, server):
     server.set_rules([{"hang": True}])
     with client(make_config(timeout_s=0.3, max_tries=2)) as llm:
         (res,) = llm.run("judge", "m", [req()])
-    assert res.status == "failed" and "APITimeoutError" in res.error
+    assert res.status == "failed" and res.error.startswith("gave up after 2 tries: APITimeoutError")
+    assert res.calls[0].attempts == 2 and server.stats()["count"] == 2  # the hang was asked twice
 
 
 def test_malformed_body_is_retried(make_config, server):
     server.set_rules([{"times": 1, "malformed_body": True}, {"content": "fine"}])
     with client(make_config()) as llm:
         (res,) = llm.run("judge", "m", [req()])
-    assert res.status == "ok" and res.calls[0].attempts == 2
+    assert res.status == "ok" and res.calls[0].attempts == 2 and server.stats()["count"] == 2
 
 
-def test_client_error_is_not_retried(make_config, server):
-    server.set_rules([{"status": 400}])
+@pytest.mark.parametrize("status,message", [
+    (400, "Unrecognized request argument supplied: temprature"), (401, "Incorrect API key provided"),
+    (403, "Project does not have access"), (404, "The model `fake-model` does not exist"), (422, "bad")])
+def test_non_retryable_error_stops_the_job(make_config, server, status, message):
+    server.set_rules([{"status": status, "message": message}])
+    cfg = make_config(max_tries=5)
+    with client(cfg) as llm:
+        with pytest.raises(FatalEndpointError) as info:
+            llm.run("judge", "m", [req()])
+        (rec,) = llm.acc.records  # the call that stopped the job is in the call log
+        assert rec.status == "failed" and rec.attempts == 1
+    line = str(info.value)
+    assert "\n" not in line
+    assert line.startswith(f"endpoint 'fake' ({server.base_url}), model 'fake-model': non-retryable HTTP {status}")
+    assert line.endswith(message)
+    assert server.stats()["count"] == 1  # never retried
+
+
+def test_fatal_error_cancels_the_remaining_calls(make_config, server):
+    server.set_rules([{"times": 1, "status": 401, "message": "bad key"}, {"delay": 0.3, "content": "ok"}])
+    with client(make_config(max_concurrency=2)) as llm:
+        with pytest.raises(FatalEndpointError, match="bad key"):
+            llm.run("judge", "m", [req(i) for i in range(20)])
+    # at most the 2 first requests plus one that took the freed slot before the cancellation
+    assert server.stats()["count"] <= 3
+    assert not list(Path(make_config().paths["cache"]).glob("*/*.json"))
+
+
+def test_context_length_400_fails_the_item_only(make_config, server):
+    server.set_rules([{"match": {"contains": "#1"}, "status": 400, "code": "context_length_exceeded",
+                       "message": "This model's maximum context length is 8192 tokens"}])
     with client(make_config(max_tries=5)) as llm:
-        (res,) = llm.run("judge", "m", [req()])
-    assert res.status == "failed" and "non-retryable HTTP 400" in res.error
-    assert server.stats()["count"] == 1
+        results = llm.run("judge", "m", [req(i) for i in range(3)])
+    assert [r.status for r in results] == ["ok", "failed", "ok"]
+    assert results[1].error == ("non-retryable HTTP 400: BadRequestError: "
+                                "This model's maximum context length is 8192 tokens")
+    assert server.stats()["count"] == 3
+
+
+def test_only_transient_errors_are_retryable():
+    request = httpx.Request("POST", "http://x/v1/chat/completions")
+    assert is_retryable(openai.APITimeoutError(request))
+    assert is_retryable(json.JSONDecodeError("Expecting value", "{", 1))  # a cut-off body
+    assert not is_retryable(ValueError("a bug in our own code"))
+    assert not is_retryable(KeyError("choices"))
 
 
 @pytest.mark.parametrize("style,expected", [
@@ -215,8 +333,9 @@ def test_fan_out_is_concurrent(make_config, server):
 def test_missing_api_key_env_is_a_clear_error(make_config, server, monkeypatch):
     monkeypatch.delenv("AURA_TEST_KEY", raising=False)
     with client(make_config(api_key_env="AURA_TEST_KEY")) as llm:
-        with pytest.raises(RuntimeError, match="AURA_TEST_KEY is not set"):
+        with pytest.raises(FatalEndpointError, match="^endpoint 'fake': environment variable AURA_TEST_KEY is not set$"):
             llm.run("judge", "m", [req()])
+    assert server.stats()["count"] == 0
 
 
 def test_reasks_add_calls_but_not_items(make_config, server):

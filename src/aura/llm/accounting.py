@@ -44,6 +44,8 @@ class Accounting:
         self.items_total = 0
         self.items_done = 0
         self.outcomes = {"ok": 0, "unparsed": 0, "failed": 0}
+        self.failed_items: list[tuple[str, str]] = []  # (item_id, reason) of each failed item
+        self.unparsed_items: list[tuple[str, str]] = []
         self.calls = self.cache_hits = self.tokens_in = self.tokens_out = 0
         self.cost_usd = 0.0
         self.started = time.monotonic()
@@ -70,9 +72,13 @@ class Accounting:
         self.tokens_out += rec.tokens_out
         self.cost_usd += rec.cost_usd
 
-    def item_done(self, outcome: str) -> None:
+    def item_done(self, outcome: str, item_id: str | None = None, reason: str | None = None) -> None:
         self.items_done += 1
         self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+        if outcome == "failed":
+            self.failed_items.append((item_id or "?", reason or "unknown"))
+        elif outcome == "unparsed":
+            self.unparsed_items.append((item_id or "?", reason or "unknown"))
         if self._bar is not None:
             self._bar.update(1)
             self._bar.set_postfix_str(self._postfix(), refresh=False)
@@ -106,6 +112,17 @@ class Accounting:
             f"failed={o.get('failed', 0)} calls={self.calls} cache_hits={self.cache_hits} "
             f"tokens_in={self.tokens_in} tokens_out={self.tokens_out} cost_usd={self.cost_usd:.4f} wall_s={wall:.1f}"
         )
+
+    def totals(self) -> dict:
+        """What the job's summary file records (see pipeline.context.StageContext.finish)."""
+        return {
+            "items": self.items_done, "items_asked": self.items_total, **{k: self.outcomes.get(k, 0) for k in
+                                                                          ("ok", "unparsed", "failed")},
+            "calls": self.calls, "cache_hits": self.cache_hits, "retries": sum(max(0, r.attempts - 1) for r in self.records),
+            "tokens_in": self.tokens_in, "tokens_out": self.tokens_out, "cost_usd": round(self.cost_usd, 6),
+            "failed_items": [{"item_id": i, "reason": r} for i, r in self.failed_items],
+            "unparsed_items": [{"item_id": i, "reason": r} for i, r in self.unparsed_items],
+        }
 
     def write_records(self, path) -> None:
         write_jsonl(path, (asdict(r) for r in self.records))

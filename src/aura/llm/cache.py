@@ -3,7 +3,9 @@
 One file per entry, ``<root>/<k[:2]>/<k>.json``, written by temp file + rename. Many Snakemake
 jobs may read and write at once: a rename is atomic, two writers of one key write the same
 content, and there is no shared index to lock. Entries never expire. Only complete responses
-are stored (the caller decides; errors and timeouts never reach the cache).
+are stored (the caller decides; errors and timeouts never reach the cache), each the moment it
+arrives, so a job killed mid-stage has paid for nothing its rerun asks again. An entry that is
+unreadable, cut short or not a whole response is a miss (and is overwritten by the next answer).
 
 Each Cache object lists the folder once, on first lookup, and answers misses from that listing
 without touching the disk: a failed open per call cost the layer ~15% of its throughput
@@ -44,6 +46,16 @@ def cache_key(
     return sha256_text(canonical_json(payload))
 
 
+def _complete_entry(entry: Any, key: str) -> bool:
+    """An entry the client can answer from: its own key and a whole response."""
+    if not isinstance(entry, dict) or entry.get("key") != key:
+        return False
+    resp = entry.get("response")
+    return (isinstance(resp, dict) and "text" in resp and "finish_reason" in resp
+            and isinstance(resp.get("usage"), dict)
+            and {"prompt_tokens", "completion_tokens"} <= set(resp["usage"]))
+
+
 class Cache:
     def __init__(self, root: str | Path, enabled: bool = True):
         self.root = Path(root)
@@ -71,9 +83,10 @@ class Cache:
         if not self.enabled or key not in self._index():
             return None
         try:
-            return json.loads(self.path(key).read_text(encoding="utf-8"))
-        except (FileNotFoundError, json.JSONDecodeError):
+            entry = json.loads(self.path(key).read_bytes().decode("utf-8"))
+        except (FileNotFoundError, ValueError):  # ValueError: bad JSON or UTF-8 cut mid-character
             return None  # removed by hand, or a partial file after a power loss: a miss
+        return entry if _complete_entry(entry, key) else None
 
     def contains(self, key: str) -> bool:
         return self.enabled and key in self._index()

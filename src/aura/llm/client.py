@@ -4,14 +4,21 @@ Per call: build the request from the role's model config, look it up in the cont
 cache (a hit makes no network call), otherwise send it with the official ``openai`` client under
 the endpoint's concurrency limit, retrying 429/5xx/timeouts with backoff (Retry-After honoured)
 up to ``max_tries``; parse and validate structured answers, re-asking up to ``repair_tries``
-times; record tokens, latency, cost and cache hits. Failures are results, never exceptions.
+times; record tokens, latency, cost and cache hits. Every answer is cached the moment it arrives.
+
+A transient failure that outlasts ``max_tries`` fails its item (a result with the reason). Two
+things stop the whole job instead (the remaining calls are cancelled, nothing is written): a
+non-retryable API error (`FatalEndpointError`: bad key, unknown model, bad parameter) and more
+failed items than the job's ceiling (`TooManyFailures`, config ``llm``).
 """
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import random
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -21,7 +28,8 @@ from ..config import REPO_ROOT, Config, Endpoint, Model
 from ..prompts import load_prompt
 from .accounting import Accounting, CallRecord
 from .cache import Cache, cache_key
-from .errors import backoff_s, describe, is_retryable, retry_after_s
+from .errors import (EmptyChoices, FatalEndpointError, TooManyFailures, backoff_s, describe, is_item_level,
+                     is_retryable, retry_after_s)
 from .local_server import LocalServer
 from .structured import needs_schema_in_prompt, parse_structured, response_format_for
 
@@ -78,12 +86,13 @@ class _EndpointRuntime:
 
     def __init__(self, ep: Endpoint, base_url: str, server_token: str | None = None):
         self.ep = ep
+        self.base_url = base_url
         if ep.kind == "local":
             key = server_token  # the embedded server's per-job token; api_key_env does not apply
         else:
             key = os.environ.get(ep.api_key_env) if ep.api_key_env else None
         if ep.kind != "local" and ep.api_key_env and not key:
-            raise RuntimeError(f"endpoint '{ep.name}': environment variable {ep.api_key_env} is not set")
+            raise FatalEndpointError(f"endpoint '{ep.name}': environment variable {ep.api_key_env} is not set")
         self.client = openai.AsyncOpenAI(
             base_url=base_url,
             api_key=key or NO_KEY,
@@ -97,15 +106,24 @@ class _EndpointRuntime:
 class LLMClient:
     """Use as a context manager: local servers start when first needed and stop on exit."""
 
-    def __init__(self, config: Config, cache: Cache | None = None, accounting: Accounting | None = None):
+    def __init__(self, config: Config, cache: Cache | None = None, accounting: Accounting | None = None, *,
+                 sleep=None, clock=None, rng: random.Random | None = None):
+        """`sleep` (async, seconds), `clock` (seconds) and `rng` (backoff jitter) are injectable for tests."""
         self.config = config
         self.cache = cache or Cache(config.paths["cache"])
         self.acc = accounting or Accounting()
+        self._sleep = sleep or asyncio.sleep
+        self._clock = clock or time.perf_counter
+        self._rng = rng or random.Random()
+        limits = config.raw.get("llm") or {}
+        self.max_failed_share = float(limits.get("max_failed_share", 0.05))
+        self.max_failed_items = int(limits.get("max_failed_items", 1))
         self._servers: list[LocalServer] = []
         self._base_urls: dict[str, str] = {}
         self._tokens: dict[str, str] = {}  # per-job bearer token of each local server
         self._runtimes: dict[str, _EndpointRuntime] = {}
         self._count_items = True
+        self._stopped = False  # set when the job stops (fatal error, ceiling): no further request
         self._json_instruction = load_prompt(PROMPTS / "llm" / "json_instruction.v1.md")
         self._json_repair = load_prompt(PROMPTS / "llm" / "json_repair.v1.md")
         # Prompts the layer itself may add to a conversation (their hashes go into provenance).
@@ -138,16 +156,52 @@ class LLMClient:
         if self._count_items:
             self.acc.start(len(requests), desc or f"{role}:{model_name}")
         self._runtimes = {}  # httpx clients belong to one event loop
+        self._stopped = False
+        tasks = [asyncio.ensure_future(self._one(role, model_name, r)) for r in requests]
         try:
-            return list(await asyncio.gather(*(self._one(role, model_name, r) for r in requests)))
+            if not tasks:
+                return []
+            # The first exception (a fatal API error, the failure ceiling, a bug) cancels the rest.
+            done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            self._stopped = True
+            for t in pending:
+                t.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            for t in tasks:
+                if t in done and not t.cancelled() and t.exception() is not None:
+                    raise t.exception()
+            return [t.result() for t in tasks]
         finally:
+            for t in tasks:
+                t.cancel()
             for rt in self._runtimes.values():
                 await rt.client.close()
             self._runtimes = {}
 
-    def _item_done(self, outcome: str) -> None:
-        if self._count_items:
-            self.acc.item_done(outcome)
+    def _item_done(self, outcome: str, item_id: str, reason: str | None = None) -> None:
+        if not self._count_items:
+            return
+        self.acc.item_done(outcome, item_id, reason)
+        if outcome == "failed":
+            self._check_ceiling()
+
+    def failure_ceiling(self, items: int) -> int:
+        """Failed items a job of `items` items may have: max(llm.max_failed_items, share x items)."""
+        return max(self.max_failed_items, int(self.max_failed_share * items))
+
+    def _check_ceiling(self) -> None:
+        """Checked after each failed item against the items the job has asked so far."""
+        failed, total = self.acc.outcomes["failed"], self.acc.items_total
+        allowed = self.failure_ceiling(total)
+        if failed <= allowed:
+            return
+        self._stopped = True
+        reasons = Counter(reason for _, reason in self.acc.failed_items)
+        top = "; ".join(f"{n}x {reason}" for reason, n in reasons.most_common(3))
+        raise TooManyFailures(
+            f"{failed} of {total} items failed, over the ceiling of {allowed} "
+            f"(llm.max_failed_share={self.max_failed_share}, llm.max_failed_items={self.max_failed_items}); "
+            f"no output written; reasons: {top}")
 
     # one request --------------------------------------------------------------------------
     def prepare(self, model_name: str, req: LLMRequest) -> tuple[list[dict], dict, dict | None, str]:
@@ -179,12 +233,12 @@ class LLMClient:
         result.calls.append(rec)
         if rec.status != "ok":
             result.error = rec.error
-            self._item_done("failed")
+            self._item_done("failed", req.item_id, rec.error)
             return result
         result.text, result.finish_reason = text, rec.finish_reason
         if req.schema is None:
             result.status = "ok"
-            self._item_done("ok")
+            self._item_done("ok", req.item_id)
             return result
 
         parsed, reason = parse_structured(text, req.schema)
@@ -208,7 +262,7 @@ class LLMClient:
             result.status, result.parsed = "ok", parsed
         else:
             result.status, result.error = "unparsed", reason
-        self._item_done(result.status)
+        self._item_done(result.status, req.item_id, result.error)
         return result
 
     def _with_schema_instruction(self, messages: list[dict], schema: dict) -> list[dict]:
@@ -243,6 +297,10 @@ class LLMClient:
             rec.status, rec.error, rec.attempts = "failed", gu.reason, gu.attempts
             self.acc.add_call(rec)
             return rec, None
+        except FatalEndpointError as fatal:
+            rec.status, rec.error, rec.attempts = "failed", str(fatal), 1
+            self.acc.add_call(rec)  # the call log shows the call that stopped the job
+            raise
         choice = completion.choices[0]
         text = choice.message.content
         usage = completion.usage
@@ -280,23 +338,32 @@ class LLMClient:
             self._tokens[ep.name] = server.token
         return self._base_urls[ep.name]
 
-    @staticmethod
-    async def _send(rt: _EndpointRuntime, kwargs: dict):
+    async def _send(self, rt: _EndpointRuntime, kwargs: dict):
+        """Retry transient failures (errors.is_retryable) up to max_tries; a Retry-After the server
+        sends is waited, a missing or unusable one falls back to jittered exponential backoff."""
         ep = rt.ep
         for attempt in range(1, ep.max_tries + 1):
             try:
                 async with rt.sem:
-                    t0 = time.perf_counter()
+                    if self._stopped:  # the job is stopping: no request after a fatal error
+                        raise asyncio.CancelledError()
+                    t0 = self._clock()
                     completion = await rt.client.chat.completions.create(**kwargs)
-                    latency = time.perf_counter() - t0
+                    latency = self._clock() - t0
                 if not getattr(completion, "choices", None):
-                    raise ValueError("response has no choices")
+                    raise EmptyChoices("response has no choices")
                 return completion, attempt, latency
             except Exception as exc:  # noqa: BLE001 - classified below, never swallowed silently
                 if not is_retryable(exc):
-                    raise _GiveUp(f"non-retryable {describe(exc)}", attempt) from exc
+                    if is_item_level(exc):
+                        raise _GiveUp(f"non-retryable {describe(exc)}", attempt) from exc
+                    self._stopped = True
+                    raise FatalEndpointError(
+                        f"endpoint '{ep.name}' ({rt.base_url}), model '{kwargs['model']}': "
+                        f"non-retryable {describe(exc)}") from exc
                 if attempt == ep.max_tries:
                     raise _GiveUp(f"gave up after {attempt} tries: {describe(exc)}", attempt) from exc
                 wait = retry_after_s(exc)
-                await asyncio.sleep(wait if wait is not None else backoff_s(attempt, ep.backoff_base_s, ep.backoff_max_s))
+                await self._sleep(wait if wait is not None
+                                  else backoff_s(attempt, ep.backoff_base_s, ep.backoff_max_s, self._rng))
         raise AssertionError("unreachable")

@@ -1,52 +1,118 @@
-"""Which API failures are retried, and how long to wait."""
+"""Which API failures are retried, which stop the job, and how long to wait.
+
+Retried (transient): transport errors and timeouts, HTTP 408/409/429/5xx, a 200 with no choices,
+and a 200 whose body is cut off or not a chat completion. Stopping the job at once (the key, the
+model id or a parameter is wrong, so every other call would fail the same way): any other HTTP
+error, e.g. 400/401/403/404/422. The exception: a 400 about one request's own content (context
+too long, content filter) fails that item only.
+"""
 from __future__ import annotations
 
 import email.utils
+import json
+import math
 import random
 import time
 
 import openai
 
 RETRYABLE_STATUS = {408, 409, 429}
+# 400 error codes that concern one request's content, not the endpoint, key, model or parameters.
+ITEM_LEVEL_CODES = {"context_length_exceeded", "content_filter", "content_policy_violation"}
+MAX_RETRY_AFTER_S = 300.0  # a longer (or malformed, negative, past) Retry-After falls back to backoff
+
+
+class EmptyChoices(Exception):
+    """A 200 response without any choice: transient, retried."""
+
+
+class StageFailed(Exception):
+    """A job must stop without writing its outputs; the message is the one line to print."""
+
+
+class FatalEndpointError(StageFailed):
+    """A non-retryable API error: bad key, unknown model, bad parameter."""
+
+
+class TooManyFailures(StageFailed):
+    """More failed items than the job's ceiling (llm.max_failed_share / llm.max_failed_items)."""
 
 
 def is_retryable(exc: BaseException) -> bool:
-    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
+    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, EmptyChoices)):
         return True
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in RETRYABLE_STATUS or exc.status_code >= 500
-    # A 200 whose body is not a chat completion (truncated/garbled JSON) is transient too.
-    return isinstance(exc, (openai.APIResponseValidationError, ValueError))
+    # A 200 whose body is cut off or garbled: the client fails to decode it (JSON) or to read it
+    # as a chat completion. Any other ValueError is a bug and is not retried.
+    return isinstance(exc, (openai.APIResponseValidationError, json.JSONDecodeError))
 
 
-def retry_after_s(exc: BaseException) -> float | None:
-    """Seconds from a Retry-After (or retry-after-ms) header, if the server sent one."""
+def is_item_level(exc: BaseException) -> bool:
+    """A non-retryable error that concerns only this request (it fails the item, not the job)."""
+    return isinstance(exc, openai.BadRequestError) and _body(exc).get("code") in ITEM_LEVEL_CODES
+
+
+def retry_after_s(exc: BaseException, now: float | None = None) -> float | None:
+    """Seconds from a Retry-After (or retry-after-ms) header; None when absent or unusable.
+
+    Unusable (then the caller backs off): not a number or HTTP date, negative, a date in the past,
+    or longer than MAX_RETRY_AFTER_S.
+    """
     response = getattr(exc, "response", None)
     if response is None:
         return None
     headers = response.headers
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
+    ms = _number(headers.get("retry-after-ms"))
+    if ms is not None:
+        return _usable(ms / 1000.0)
+    value = (headers.get("retry-after") or "").strip()
     if not value:
         return None
+    seconds = _number(value)
+    if seconds is not None:
+        return _usable(seconds)
     try:
-        return max(0.0, float(value))
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    delta = when.timestamp() - (time.time() if now is None else now)
+    return _usable(delta) if delta > 0 else None
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        value = float(text) if text is not None else None
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value)
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+        return None
+    return value if value is not None and math.isfinite(value) else None
 
 
-def backoff_s(attempt: int, base: float, cap: float) -> float:
+def _usable(seconds: float) -> float | None:
+    return seconds if 0 <= seconds <= MAX_RETRY_AFTER_S else None
+
+
+def backoff_s(attempt: int, base: float, cap: float, rng: random.Random | None = None) -> float:
     """Full-jitter exponential backoff for attempt 1, 2, ..."""
-    return random.uniform(0, min(cap, base * (2 ** (attempt - 1))))
+    return (rng or random).uniform(0, min(cap, base * (2 ** (attempt - 1))))
+
+
+def _body(exc: BaseException) -> dict:
+    body = getattr(exc, "body", None)
+    return body if isinstance(body, dict) else {}
+
+
+def server_message(exc: BaseException) -> str:
+    """The server's own error message (the `error.message` of an OpenAI-style body), one line."""
+    msg = _body(exc).get("message") or getattr(exc, "message", None) or str(exc)
+    return " ".join(str(msg).split())[:300]
 
 
 def describe(exc: BaseException) -> str:
     if isinstance(exc, openai.APIStatusError):
-        return f"HTTP {exc.status_code}: {type(exc).__name__}"
-    return f"{type(exc).__name__}: {str(exc)[:200]}"
+        return f"HTTP {exc.status_code}: {type(exc).__name__}: {server_message(exc)}"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"truncated or non-JSON response body ({exc.msg})"
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"

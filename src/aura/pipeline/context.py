@@ -1,13 +1,16 @@
 """StageContext: what one Snakemake job (stage, model, shard) needs, and how it writes outputs."""
 from __future__ import annotations
 
+import re
 import sys
+import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
 from ..config import Config
-from ..io import read_jsonl, sha256_text, write_jsonl
+from ..io import atomic_write_json, canonical_json, read_jsonl, sha256_text, write_jsonl
 from ..llm import Cache, LLMClient
 from ..llm.accounting import Accounting
 from ..prompts import Prompt
@@ -34,6 +37,8 @@ class StageContext:
     prompts_used: list[Prompt] = field(default_factory=list)
     models_used: list[str] = field(default_factory=list)
     accounting: Accounting | None = None
+    not_applicable: int = 0  # items the stage did not ask about (e.g. rollouts with nothing to judge)
+    row_statuses: Counter = field(default_factory=Counter)  # `status` of the rows written
 
     # inputs -------------------------------------------------------------------------------
     def read(self, name: str) -> list[dict]:
@@ -43,11 +48,14 @@ class StageContext:
         return [r for r in rows if shard_of(r[key], self.n_shards) == self.shard]
 
     # LLM ----------------------------------------------------------------------------------
-    def llm(self, models: list[str]) -> LLMClient:
-        label = f"{self.stage}" + (f":{self.model}" if self.model else "") + (
+    @property
+    def label(self) -> str:
+        return f"{self.stage}" + (f":{self.model}" if self.model else "") + (
             f":{self.judge}" if self.judge else "") + (
             f":shard{self.shard}/{self.n_shards}" if self.n_shards > 1 else "")
-        self.accounting = self.accounting or Accounting(label=label)
+
+    def llm(self, models: list[str]) -> LLMClient:
+        self.accounting = self.accounting or Accounting(label=self.label)
         for m in models:
             if m not in self.models_used:
                 self.models_used.append(m)
@@ -70,12 +78,37 @@ class StageContext:
                           extra={"rows": len(rows), "shard": [self.shard, self.n_shards], **extra})
         write_provenance(path, prov)
         write_jsonl(path, rows)
+        self.row_statuses.update(str(r["status"]) for r in rows if isinstance(r, dict) and "status" in r)
 
-    def finish(self) -> None:
-        """Write the call log and print the one-line summary (goes to the job's log)."""
-        if self.accounting is None:
-            print(f"SUMMARY {self.stage}: no model calls", file=sys.stderr)
-            return
-        if self.calls_log is not None:
+    def finish(self, error: str | None = None) -> None:
+        """Write the call log and the job's summary file, print the one-line summary (to the job's log).
+
+        Called in a `finally`: a job that crashed or stopped still leaves its call log and cost.
+        """
+        totals = self.accounting.totals() if self.accounting is not None else None
+        if self.accounting is not None and self.calls_log is not None:
             self.accounting.write_records(self.calls_log)
-        print(self.accounting.summary(), file=sys.stderr, flush=True)
+        try:
+            self._write_summary(totals, error)
+        except OSError as exc:  # the summary is a report; it never hides the job's own outcome
+            print(f"warning: job summary not written: {exc}", file=sys.stderr)
+        if self.accounting is None:
+            if error is None:  # a job stopped before any model call prints only its error line
+                print(f"SUMMARY {self.stage}: no model calls", file=sys.stderr)
+        else:
+            print(self.accounting.summary(), file=sys.stderr, flush=True)
+
+    def summary_path(self) -> Path:
+        """<logs>/summary/<stage>/<label>.<hash of the outputs>.json: one file per job, rewritten by its rerun."""
+        ident = sha256_text(canonical_json(sorted((k, str(v)) for k, v in self.outputs.items())))[:10]
+        name = re.sub(r"[^A-Za-z0-9._-]+", "_", self.label)
+        return Path(self.config.paths["logs"]) / "summary" / self.stage / f"{name}.{ident}.json"
+
+    def _write_summary(self, totals: dict | None, error: str | None) -> None:
+        if not self.outputs:
+            return
+        atomic_write_json(self.summary_path(), {
+            "stage": self.stage, "label": self.label, "status": "failed" if error else "ok", "error": error,
+            "outputs": [str(p) for p in self.outputs.values()], "finished": time.time(),
+            "llm": totals, "not_applicable": self.not_applicable, "row_statuses": dict(self.row_statuses),
+        })

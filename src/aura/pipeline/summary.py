@@ -1,0 +1,66 @@
+"""`python -m aura summary`: one line per stage from the job summaries the stages wrote.
+
+Each job writes <logs>/summary/<stage>/<job>.json when it ends (StageContext.finish). A job counts
+when it is current: it succeeded and its outputs exist, or it failed (its outputs were not written).
+The Snakefile's onsuccess/onerror handlers print these lines at the end of every `snakemake` run, so
+a run that finished with failed or unparsed items says so.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+KEYS = ("ok", "unparsed", "failed")
+
+
+def _current(summary: dict) -> bool:
+    if summary.get("status") == "failed":
+        return True
+    return all(Path(p).exists() for p in summary.get("outputs", []))
+
+
+def collect(logs: str | Path) -> dict[str, dict]:
+    """Per stage (in the order the stages first finished): totals over its current jobs."""
+    jobs = []
+    for path in sorted(Path(logs, "summary").glob("*/*.json")):
+        try:
+            s = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # a summary is a report: an unreadable one is skipped, never fatal
+        if isinstance(s, dict) and "stage" in s and _current(s):
+            jobs.append(s)
+    stages: dict[str, dict] = {}
+    for s in sorted(jobs, key=lambda s: s.get("finished", 0)):
+        t = stages.setdefault(s["stage"], {"jobs": 0, "failed_jobs": [], "llm_jobs": 0, "not_applicable": 0,
+                                            "calls": 0, "cache_hits": 0, "retries": 0, "cost_usd": 0.0,
+                                            "outputs_with_failures": [], **{k: 0 for k in KEYS}})
+        t["jobs"] += 1
+        t["not_applicable"] += int(s.get("not_applicable") or 0)
+        if s.get("status") == "failed":
+            t["failed_jobs"].append(f"{s.get('label')}: {s.get('error')}")
+        llm = s.get("llm")
+        if llm:
+            t["llm_jobs"] += 1
+            for k in (*KEYS, "calls", "cache_hits", "retries", "cost_usd"):
+                t[k] += llm.get(k, 0)
+            if s.get("status") != "failed" and (llm.get("failed") or llm.get("unparsed")):
+                t["outputs_with_failures"].extend(s.get("outputs", [])[:1])
+    return stages
+
+
+def lines(stages: dict[str, dict]) -> list[str]:
+    out = []
+    for stage, t in stages.items():
+        if not t["llm_jobs"] and not t["failed_jobs"]:
+            continue  # a stage without model calls that succeeded has nothing to report
+        line = (f"aura summary: {stage} ({t['jobs']} job{'s' if t['jobs'] != 1 else ''}): items ok={t['ok']} "
+                f"unparsed={t['unparsed']} failed={t['failed']} n/a={t['not_applicable']}; calls={t['calls']} "
+                f"cache_hits={t['cache_hits']} retries={t['retries']} cost_usd={t['cost_usd']:.4f}")
+        if t["failed_jobs"]:
+            line += f"; {len(t['failed_jobs'])} job(s) FAILED, first: {t['failed_jobs'][0]}"
+        if t["outputs_with_failures"]:
+            line += f"; failed/unparsed items are listed with their reason in {t['outputs_with_failures'][0]}"
+            if len(t["outputs_with_failures"]) > 1:
+                line += f" and {len(t['outputs_with_failures']) - 1} more output(s)"
+        out.append(line)
+    return out

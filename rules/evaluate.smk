@@ -185,15 +185,17 @@ rule vendor_overlap_stats:
 
 
 # Intra-judge consistency (Appendix F.5, Table 25): every panel judge labels the consistency
-# models' rollouts on a stratified sample `consistency_runs` times; run 0 is the main judging.
+# models' rollouts `consistency_runs` times; run 0 is the main judging. The sample is the paper's
+# calibration subset (the human-labelled items) when paths.human_labels is set, else a stratified
+# draw; with human labels each model is re-judged on its own labelled items only.
 
 
 rule consistency_sample:
-    input: dataset=L["dataset"]
+    input: dataset=L["dataset"], human_labels=HUMAN_LABELS or []
     output: sample=L["consistency_sample"]
-    params: size=config["evaluate"]["consistency_sample_size"], seed=config["seed"]
+    params: ins=lambda wc, input: S.in_args(input), size=config["evaluate"]["consistency_sample_size"], seed=config["seed"], models=S.section_hash(config["evaluate"]["consistency_models"])
     log: f"{LOGS}/consistency_sample/consistency_sample.log"
-    shell: "{AURA} format-sample --configfile {CONFIGFILE} --option size_key=consistency_sample_size --in dataset={input.dataset} --out sample={output.sample} 2> {log}"
+    shell: "{AURA} consistency --configfile {CONFIGFILE} {params.ins} --out sample={output.sample} 2> {log}"
 
 
 rule judge_repeat:
@@ -201,10 +203,10 @@ rule judge_repeat:
         dataset=L["consistency_sample"], rollouts=L["rollouts"],
         prompts=expand("prompts/evaluate/judge_{axis}.v1.md", axis=["detection", "action_type", "safety"]),
     output: judgments=L["repeat_judgments"]
-    params: cfg=lambda wc: S.model_hash(config, wc.judge)
+    params: cfg=lambda wc: S.model_hash(config, wc.judge), only=f"human_labels --in human_labels={HUMAN_LABELS}" if HUMAN_LABELS else "dataset_items"
     resources: **S.endpoint_resources(config, lambda wc: wc.judge)
     log: main=f"{LOGS}/judge_repeat/{{model}}/{{judge}}/run{{run}}/shard{{shard}}.log", calls=f"{LOGS}/judge_repeat/{{model}}/{{judge}}/run{{run}}/shard{{shard}}.calls.jsonl"
-    shell: "{AURA} judge --configfile {CONFIGFILE} --model {wildcards.model} --judge {wildcards.judge} --shard {wildcards.shard}/{N_SHARDS} --option run={wildcards.run} --option only=dataset_items --in dataset={input.dataset} --in rollouts={input.rollouts} --out judgments={output.judgments} --calls-log {log.calls} 2> {log.main}"
+    shell: "{AURA} judge --configfile {CONFIGFILE} --model {wildcards.model} --judge {wildcards.judge} --shard {wildcards.shard}/{N_SHARDS} --option run={wildcards.run} --option only={params.only} --in dataset={input.dataset} --in rollouts={input.rollouts} --out judgments={output.judgments} --calls-log {log.calls} 2> {log.main}"
 
 
 rule consistency_stats:

@@ -10,7 +10,6 @@ from aura.config import validate_config
 from fake_openai import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """`aura estimate` spends nothing and excludes cache hits."""
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from aura.cli import main
@@ -48,3 +49,57 @@ def test_exact_when_dataset_exists_and_cache_hits_excluded(server, tmp_path):
     roll = next(ln for ln in estimate(cfg) if ln.stage == "rollout")
     assert (roll.calls, roll.cached) == (2, 4)
     assert server.stats()["count"] == 4  # only the 4 real calls; estimating sent nothing
+
+
+# --- where the seed count comes from: read, projected explicitly, or an error -----------------------
+
+def _run_estimate(raw, tmp_path, capsys):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    code = main(["estimate", "--configfile", str(path)])
+    return code, capsys.readouterr().out
+
+
+def test_seed_count_read_from_the_folder_is_stated(server, tmp_path, capsys):
+    raw = _config(server, tmp_path)  # the 10 demo seeds, all unintended
+    code, text = _run_estimate(raw, tmp_path, capsys)
+    assert code == 0
+    assert text.splitlines()[0] == f"seeds: 10 unintended records read from {REPO / 'data/raw/demo_seeds'}"
+
+
+def test_seed_count_before_the_download_is_projected_explicitly(server, tmp_path, capsys):
+    raw = _config(server, tmp_path)
+    raw["seed_download"] = {"url": "http://127.0.0.1:9/pin.tar.gz", "dest": str(tmp_path / "rjudge"),
+                            "lock": str(tmp_path / "lock.json")}
+    raw["seed_counts"] = {"unintended": 157}
+    code, text = _run_estimate(raw, tmp_path, capsys)
+    assert code == 0
+    assert text.splitlines()[0] == (f"projected from 157 seeds (seed_counts.unintended): {tmp_path / 'rjudge'} "
+                                    "is not downloaded yet (rule fetch_seeds)")
+    # rollouts projected from the seeds: round(157 x 7.955 items per seed) = round(1248.9) = 1249 (the paper's rows)
+    roll = next(ln for ln in estimate(validate_config(raw)) if ln.stage == "rollout")
+    assert (roll.basis, roll.calls) == ("projected", 1249)
+    raw.pop("seed_counts")  # without expected counts: estimate.seeds (default 10), still said so
+    code, text = _run_estimate(raw, tmp_path, capsys)
+    assert text.splitlines()[0].startswith("projected from 10 seeds (estimate.seeds): ")
+    assert server.stats()["count"] == 0
+
+
+def test_missing_seeds_without_a_download_is_an_error(server, tmp_path):
+    raw = _config(server, tmp_path)
+    raw["paths"]["seeds"] = str(tmp_path / "nowhere")
+    with pytest.raises(SystemExit) as ei:
+        estimate(validate_config(raw))
+    msg = str(ei.value.code)
+    assert msg.startswith(f"estimate: seed folder {tmp_path / 'nowhere'} does not exist") and "\n" not in msg
+
+
+def test_unreadable_seeds_are_an_error_not_a_fallback(server, tmp_path):
+    raw = _config(server, tmp_path)
+    bad = tmp_path / "seeds" / "IoT"
+    bad.mkdir(parents=True)
+    (bad / "broken.json").write_text("{not json")
+    raw["paths"]["seeds"] = str(tmp_path / "seeds")
+    with pytest.raises(SystemExit) as ei:
+        estimate(validate_config(raw))
+    assert "estimate: cannot read the seeds in" in str(ei.value.code) and "broken.json" in str(ei.value.code)

@@ -267,3 +267,128 @@ def test_ensure_seed_dir_without_source_errors(work, tmp_path):
         ensure_seed_dir(None, None, work / "rjudge", work / "lock.json", None)
     with pytest.raises(ValueError, match="does not exist"):
         ensure_seed_dir(str(tmp_path / "missing"), None, work / "rjudge", work / "lock.json", None)
+
+
+# --- the paper's seed source: pinned archive + counts check (config/paper.yaml, rjudge10.yaml) ----
+
+import re  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+import yaml  # noqa: E402
+
+from aura.cli import main  # noqa: E402
+from aura.config import read_raw  # noqa: E402
+from aura.data.seed_counts import SeedCountError, check_seed_counts  # noqa: E402
+from conftest import REPO, base_config  # noqa: E402
+from rjudge_fixture import INJECTION, PAPER_COUNTS, UNINTENDED, paper_shaped_files, write_paper_shaped  # noqa: E402
+
+PAPER = read_raw(REPO / "config" / "paper.yaml")
+DEFEND_TOP = "DEFEND-70067a5bb5c1be0ecf346fc22751de73b526370f"  # how GitHub names an archive's top folder
+
+
+def test_paper_and_rjudge10_share_a_pinned_source_and_the_paper_counts():
+    r10 = read_raw(REPO / "config" / "rjudge10.yaml")
+    assert PAPER["seed_download"] == r10["seed_download"] and PAPER["seed_counts"] == r10["seed_counts"]
+    assert re.search(r"/archive/[0-9a-f]{40}\.tar\.gz$", PAPER["seed_download"]["url"])  # a commit, not a branch
+    # the paper: 157 = 48 + 39 + 30 + 23 + 17 (by domain) = 101 + 56 (unsafe + safe), of 571 records
+    assert PAPER["seed_counts"] == PAPER_COUNTS
+    assert sum(PAPER_COUNTS["unintended_by_domain"].values()) == 157 == sum(PAPER_COUNTS["unintended_by_label"].values())
+    for raw, name in ((PAPER, "paper.yaml"), (r10, "rjudge10.yaml")):
+        assert raw["paths"]["seeds"] == raw["seed_download"]["dest"], name
+        assert "../shared" not in (REPO / "config" / name).read_text(), name
+
+
+def test_seed_counts_name_every_difference(tmp_path):
+    # Finance loses one unsafe unintended record (11 -> 10), Web gains one injection record (83 -> 84):
+    # records stay 571 - 1 + 1 = 571, unintended 156, Finance 16, unsafe 100; safe stays 56.
+    from aura.data.rjudge import load_rjudge
+
+    root = write_paper_shaped(tmp_path / "seeds", unintended={**UNINTENDED, "Finance": (10, 6)},
+                              injection={**INJECTION, "Web": 84})
+    with pytest.raises(SeedCountError) as ei:
+        check_seed_counts(load_rjudge(root), PAPER_COUNTS, root)
+    msg = str(ei.value)
+    assert "\n" not in msg and str(root) in msg
+    assert "unintended 156 (expected 157)" in msg
+    assert "unintended_by_domain.Finance 16 (expected 17)" in msg
+    assert "unintended_by_label.unsafe 100 (expected 101)" in msg
+    assert "records" not in msg and ".safe" not in msg and "Web" not in msg
+    check_seed_counts(load_rjudge(write_paper_shaped(tmp_path / "ok")), PAPER_COUNTS, "ok")  # no error
+
+
+def _stage_config(tmp_path, **top) -> Path:
+    raw = base_config("http://127.0.0.1:9/v1", tmp_path / "cache")  # no model is called
+    raw["models"].update({n: dict(raw["models"]["m"]) for n in ("m2", "m3")})  # a panel of three distinct judges
+    raw["roles"].update(judges=["m", "m2", "m3"], reviewers=["m", "m2", "m3"])
+    raw.update(top)
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def _defend_archive(http, name, **kw) -> Path:
+    """The pinned archive's layout: <top>/data/R-Judge/<Domain>/{benign,harmful}.json."""
+    files = {f"{DEFEND_TOP}/data/R-Judge/{rel}": data for rel, data in paper_shaped_files(**kw).items()}
+    files[f"{DEFEND_TOP}/README.md"] = b"vendored\n"
+    return _tar_gz(http.root / name, files)
+
+
+def test_fetch_seeds_checks_the_counts_then_select_seeds_keeps_157(http, tmp_path):
+    arc = _defend_archive(http, "pin.tar.gz")
+    dl = {**PAPER["seed_download"], "url": http.url("pin.tar.gz"), "dest": str(tmp_path / "rjudge"),
+          "lock": str(tmp_path / "rjudge.lock.json")}
+    cfg = _stage_config(tmp_path, seed_download=dl, seed_counts=PAPER["seed_counts"])
+    assert main(["fetch-seeds", "--configfile", str(cfg)]) == 0
+    assert json.loads((tmp_path / "rjudge.lock.json").read_text())["sha256"] == _sha(arc)  # recorded
+    assert (tmp_path / "rjudge" / MARKER).is_file()
+    out = tmp_path / "seeds.jsonl"
+    assert main(["select-seeds", "--configfile", str(cfg), "--in", f"seeds_dir={tmp_path / 'rjudge'}",
+                 "--out", f"seeds={out}"]) == 0
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(rows) == 157 and rows[0]["seed_id"] == "Application/benign/0"
+
+
+def test_fetch_seeds_refuses_an_archive_without_the_paper_counts(http, tmp_path):
+    # one safe Finance seed missing: safe 56 - 1 = 55, Finance 17 - 1 = 16, unintended 156, records 570
+    _defend_archive(http, "pin.tar.gz", unintended={**UNINTENDED, "Finance": (11, 5)})
+    dl = {**PAPER["seed_download"], "url": http.url("pin.tar.gz"), "dest": str(tmp_path / "rjudge"),
+          "lock": str(tmp_path / "rjudge.lock.json")}
+    cfg = _stage_config(tmp_path, seed_download=dl, seed_counts=PAPER["seed_counts"])
+    with pytest.raises(SystemExit) as ei:
+        main(["fetch-seeds", "--configfile", str(cfg)])
+    msg = str(ei.value.code)
+    assert msg.startswith("fetch-seeds: ") and "\n" not in msg
+    assert "records 570 (expected 571)" in msg and "unintended_by_label.safe 55 (expected 56)" in msg
+    assert not (tmp_path / "rjudge").exists() and not (tmp_path / "rjudge.lock.json").exists()  # nothing kept
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp left behind
+
+
+def test_select_seeds_checks_a_users_own_copy(tmp_path):
+    # paths.seeds at a copy with one Program injection record too few: records 571 - 1 = 570
+    copy = write_paper_shaped(tmp_path / "my_rjudge", injection={**INJECTION, "Program": 82})
+    raw = {"seed_download": None, "seed_counts": PAPER["seed_counts"]}
+    cfg = _stage_config(tmp_path, **raw)
+    with pytest.raises(SystemExit) as ei:
+        main(["select-seeds", "--configfile", str(cfg), "--in", f"seeds_dir={copy}",
+              "--out", f"seeds={tmp_path / 'seeds.jsonl'}"])
+    assert str(ei.value.code) == (f"select-seeds: {copy}: not the R-Judge release the config expects "
+                                  "(seed_counts): records 570 (expected 571)")
+    assert not (tmp_path / "seeds.jsonl").exists()
+
+
+def test_paper_dag_downloads_first_with_nothing_beside_the_repo(tmp_path):
+    """`snakemake -n all --configfile config/paper.yaml`: the DAG builds from the pinned download
+    alone (every path under tmp_path, so no local download or output is seen), fetch_seeds first."""
+    raw = read_raw(REPO / "config" / "paper.yaml")
+    raw["paths"].update({k: str(tmp_path / k) for k in ("interim", "processed", "results", "figures", "cache", "logs")})
+    raw["seed_download"].update(dest=str(tmp_path / "rjudge"), lock=str(tmp_path / "rjudge.lock.json"))
+    raw["paths"]["seeds"] = raw["seed_download"]["dest"]
+    cfg = tmp_path / "paper.yaml"
+    cfg.write_text(yaml.safe_dump(raw))
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "all", "--configfile", str(cfg)], cwd=REPO,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    text = out.stdout + out.stderr
+    jobs = re.findall(r"^(?:local)?rule (\w+):$", text, re.MULTILINE)
+    assert jobs[0] == "fetch_seeds" and jobs.count("fetch_seeds") == 1 and "select_seeds" in jobs

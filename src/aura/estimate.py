@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .config import Config, vendor_overlaps
+from .data.fetch import seed_folder
 from .data.rjudge import load_rjudge, select_unintended
 from .evaluate import judge, rollout
 from .io import read_jsonl
@@ -78,18 +79,44 @@ def _projected(config: Config, stage: str, model: str, calls: int, tokens_in_eac
                 tokens_out=calls * out_tok, cost_usd=price.cost(calls * tokens_in_each, calls * out_tok))
 
 
-def _seed_count(config: Config) -> int:
-    try:
-        n = len(select_unintended(load_rjudge(Path(config.paths["seeds"]))))
-    except (OSError, ValueError):
-        n = config.raw["estimate"]["seeds"]
+class Estimate(list):
+    """The estimate's lines; ``seeds_note`` says where the seed count came from."""
+
+    seeds_note: str = ""
+
+
+def seed_count(config: Config) -> tuple[int, str]:
+    """The number of seeds construction starts from, and a line saying where it came from.
+
+    Read from the seed folder when it exists (a folder that cannot be read is an error, never a
+    silent fallback). When it does not exist yet because it is to be downloaded (seed_download),
+    the count is projected, and the line says so: from ``seed_counts.unintended`` when configured,
+    else ``estimate.seeds``. A missing folder with no download configured is an error.
+    """
+    folder = Path(seed_folder(config.raw))
+    if folder.is_dir():
+        try:
+            n = len(select_unintended(load_rjudge(folder)))
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"estimate: cannot read the seeds in {folder}: {exc}") from None
+        note = f"seeds: {n} unintended records read from {folder}"
+    elif config.raw.get("seed_download"):
+        expected = (config.raw.get("seed_counts") or {}).get("unintended")
+        n = expected or config.raw["estimate"]["seeds"]
+        source = "seed_counts.unintended" if expected else "estimate.seeds"
+        note = f"projected from {n} seeds ({source}): {folder} is not downloaded yet (rule fetch_seeds)"
+    else:
+        raise SystemExit(f"estimate: seed folder {folder} does not exist (paths.seeds) and no seed_download "
+                         "is configured; point paths.seeds at an R-Judge data folder (<Domain>/*.json)")
     cap = config.raw["construct"]["max_seeds"]
-    return min(n, cap) if cap else n
+    if cap and cap < n:
+        return cap, f"{note}; capped at construct.max_seeds = {cap}"
+    return n, note
 
 
-def _construction(config: Config, lay: dict) -> list[Line]:
+def _construction(config: Config, lay: dict, seeds: int) -> list[Line]:
     """Calls per construction stage: counted from the stage's input file when it exists."""
-    lines, seeds = [], _seed_count(config)
+    lines = []
     for stage, (role, per_seed, source, _) in PAPER_PER_SEED.items():
         path = Path(lay[source]) if source else None
         counted = None
@@ -112,16 +139,18 @@ def _construction(config: Config, lay: dict) -> list[Line]:
     return lines
 
 
-def estimate(config: Config) -> list[Line]:
+def estimate(config: Config) -> Estimate:
     lay = layout(config.raw)
     client = LLMClient(config, Cache(config.paths["cache"]))  # never entered: no server, no request
-    lines = _construction(config, lay)
+    seeds, note = seed_count(config)
+    lines = Estimate(_construction(config, lay, seeds))
+    lines.seeds_note = note
     evaluated, judges = config.role_models("evaluated"), list(dict.fromkeys(config.role_models("judges")))
     dataset_path = Path(lay["dataset"])
     items = list(read_jsonl(dataset_path)) if dataset_path.exists() else None
     prompt = load_prompt(PROMPTS_DIR / "evaluate" / "rollout_react.v1.md")
     jprompts = judge.load_prompts()
-    n_items = len(items) if items is not None else round(_seed_count(config) * config.raw["estimate"]["items_per_seed"])
+    n_items = len(items) if items is not None else round(seeds * config.raw["estimate"]["items_per_seed"])
     avg_in = (sum(len(it["model_input"]) for it in items) // max(1, len(items)) // CHARS_PER_TOKEN + 250
               if items else 900)
     by_id = {it["item_id"]: it for it in items or []}
@@ -177,7 +206,9 @@ def _subset_judging(config: Config, client: LLMClient, lay: dict, jprompts: dict
     files = sorted(glob.glob(lay["rollouts"].format(model=job["model"], shard="*")))
     sample = job.get("items")
     if sample is None and Path(lay[job["sample"]]).exists():
-        sample = {r["item_id"] for r in read_jsonl(Path(lay[job["sample"]]))}
+        # a calibration sample (Table 25 with human labels) re-judges each model on its own items
+        sample = {r["item_id"] for r in read_jsonl(Path(lay[job["sample"]]))
+                  if "calibration_units" not in r or any(m == job["model"] for m, _ in r["calibration_units"])}
     if sample is not None and files and by_id:
         rolled = [r for f in files for r in read_jsonl(f) if r["status"] == "ok" and r["item_id"] in sample]
         return _judge_lines(config, client, job["judge"], job["axes"], rolled, by_id, jprompts, job["run"],
@@ -213,8 +244,9 @@ def _subset_jobs(config: Config) -> list[dict]:
 
 
 def format_estimate(lines: list[Line]) -> str:
+    note = getattr(lines, "seeds_note", "")
     head = f"{'stage':<34} {'model':<26} {'basis':<9} {'calls':>8} {'cached':>7} {'tokens_in':>11} {'tokens_out':>11} {'cost_usd':>10}"
-    rows = [head, "-" * len(head)]
+    rows = ([note] if note else []) + [head, "-" * len(head)]
     for ln in lines:
         rows.append(f"{ln.stage:<34} {ln.model:<26} {ln.basis:<9} {ln.calls:>8} {ln.cached:>7} "
                     f"{ln.tokens_in:>11} {ln.tokens_out:>11} {ln.cost_usd:>10.4f}")

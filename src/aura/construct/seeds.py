@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..data.fetch import fetch_archive
+from ..data.fetch import FetchError, fetch_archive
 from ..data.rjudge import DOMAINS, counts, load_rjudge, select_unintended
+from ..data.seed_counts import SeedCountError, check_seed_counts, check_seed_dir
 from ..data.trajectory import steps_of
 from ..pipeline.context import StageContext
 
@@ -38,6 +39,10 @@ def spread_over_domains(records: list, cap: int) -> list:
 
 def run(ctx: StageContext) -> None:
     records = load_rjudge(ctx.inputs["seeds_dir"])
+    try:  # the paper's counts (config seed_counts), for a download and a user's own copy alike
+        check_seed_counts(records, ctx.config.raw.get("seed_counts"), ctx.inputs["seeds_dir"])
+    except SeedCountError as exc:
+        raise SystemExit(f"select-seeds: {exc}") from None
     selected = select_unintended(records)
     cap = ctx.config.raw["construct"]["max_seeds"]
     if cap is not None:
@@ -63,4 +68,9 @@ def fetch(ctx: StageContext) -> None:
     spec = ctx.config.raw.get("seed_download")
     if not spec:
         raise SystemExit("fetch-seeds: the config has no seed_download section")
-    fetch_archive(spec["url"], Path(spec["dest"]), Path(spec["lock"]), spec.get("subdir"))
+    expected = ctx.config.raw.get("seed_counts")
+    try:  # what was unpacked must hold the expected counts before it is installed
+        fetch_archive(spec["url"], Path(spec["dest"]), Path(spec["lock"]), spec.get("subdir"),
+                      check=lambda d: check_seed_dir(d, expected))
+    except (ValueError, FetchError) as exc:  # checksum, counts, unreadable or unsafe archive
+        raise SystemExit(f"fetch-seeds: {exc}") from None

@@ -33,11 +33,11 @@ import urllib.request
 import zipfile
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any
+from typing import Any, Callable
 
 from ..io import atomic_write_text
 
-__all__ = ["ChecksumError", "FetchError", "fetch_archive", "ensure_seed_dir", "MARKER"]
+__all__ = ["ChecksumError", "FetchError", "fetch_archive", "ensure_seed_dir", "seed_folder", "MARKER"]
 
 #: Marker file written into ``dest`` after a successful fetch.
 MARKER = ".fetched.json"
@@ -285,17 +285,21 @@ def _install(src: Path, dest: Path) -> None:
 
 
 def fetch_archive(url: str, dest: Path, lock_file: Path, subdir: str | None = None,
-                  timeout: float = 60) -> Path:
+                  timeout: float = 60, check: Callable[[Path], None] | None = None) -> Path:
     """Download ``url`` (tar.gz/tgz or zip), verify or record its sha256 in ``lock_file``,
     extract it safely and install ``[<top folder>/]<subdir>`` (or the top folder) as ``dest``.
 
     Returns ``dest`` at once, without a download, when ``dest`` holds a :data:`MARKER` whose url
     and sha256 match the lock's entry for ``url``.
 
+    ``check`` (e.g. the expected record counts, :mod:`aura.data.seed_counts`) is called on the
+    extracted folder before it is installed; when it raises, nothing is installed and no checksum
+    is recorded.
+
     Raises :class:`ChecksumError` when the download differs from the locked checksum (nothing is
     extracted, ``dest`` is untouched), :class:`FetchError` for HTTP and network errors (the
     message names the status and URL), and :class:`ValueError` for unsafe or unknown archives,
-    a missing ``subdir`` or a malformed lock file.
+    a missing ``subdir``, a malformed lock file or a failed ``check``.
     """
     dest, lock_file = Path(dest), Path(lock_file)
     entries = _read_lock(lock_file)
@@ -315,6 +319,8 @@ def fetch_archive(url: str, dest: Path, lock_file: Path, subdir: str | None = No
         _extract(archive, tmp_root, url)
         chosen = _select(tmp_root, subdir, url)
         _check_links(chosen, "installed folder")
+        if check is not None:
+            check(chosen)
         _atomic_write_json(chosen / MARKER, {"url": url, "sha256": got})
         if chosen == tmp_root:
             _install(tmp_root, dest)
@@ -349,3 +355,10 @@ def ensure_seed_dir(path: str | None, url: str | None, dest: Path, lock_file: Pa
     raise ValueError("no R-Judge seed source configured: give a local path to a folder of "
                      "<Domain>/*.json files or a pinned archive URL (e.g. "
                      "https://github.com/<owner>/<repo>/archive/<commit>.tar.gz) with a subdir")
+
+
+def seed_folder(raw: dict[str, Any]) -> str:
+    """The folder the seeds are read from: ``seed_download.dest`` when a download is configured,
+    else ``paths.seeds`` (a config sets ``seed_download: null`` to read its own copy)."""
+    spec = raw.get("seed_download")
+    return spec["dest"] if spec else raw["paths"]["seeds"]

@@ -6,23 +6,38 @@ run=k`, a new call each time because the run index enters the cache key). A unit
 (evaluated model, item) of the consistency sample with an ok rollout. Per judge and axis, the
 consistency is the share of units on which every run returned the same label; units where some
 run gave no label (unparsed or failed) are left out and counted (`incomplete`).
+
+The sample (`consistency --out sample=...`) is the paper's population when human labels exist
+(`paths.human_labels`): the common-panel calibration subset, i.e. the human-labelled
+(model, item, axis) units of the consistency models, each judged on its own axis only (paper:
+243 units, 82 detection / 77 action type / 84 action safety). Without human labels it is the
+stratified draw of `consistency_sample_size` items (every axis of every consistency model). The
+table's `population` column says which.
 """
 from __future__ import annotations
 
 import pandas as pd
 
+from ..evaluate.format_sample import stratified_sample
 from ..evaluate.schemas import AXES
 from ..io import atomic_write_text, read_jsonl
 from ..pipeline.context import StageContext
 from ..provenance import provenance, write_provenance
+from .human_validation import read_human_labels
 from .tables import with_models
 
 
-def consistency(judgments: list[dict], sample_ids: set[str], runs: int) -> pd.DataFrame:
-    """Table 25 rows: judge x axis (and each judge over all axes)."""
+CALIBRATION = "calibration subset (human-labelled)"
+STRATIFIED = "stratified sample"
+
+
+def consistency(judgments: list[dict], sample_ids: set[str], runs: int,
+                units: set[tuple[str, str, str]] | None = None) -> pd.DataFrame:
+    """Table 25 rows: judge x axis (and each judge over all axes). ``units``, when given, keeps only
+    those (model, item_id, axis) triples (the calibration subset)."""
     labels: dict[tuple, dict[int, str | None]] = {}
     for j in judgments:
-        if j["item_id"] in sample_ids:
+        if j["item_id"] in sample_ids and (units is None or (j["model"], j["item_id"], j["axis"]) in units):
             key = (j["judge"], j["axis"], j["model"], j["item_id"])
             labels.setdefault(key, {})[int(j.get("run", 0))] = j["label"] if j["status"] == "ok" else None
     rows = []
@@ -43,14 +58,64 @@ def consistency(judgments: list[dict], sample_ids: set[str], runs: int) -> pd.Da
                                        "consistency"])
 
 
+def calibration_sample(items: list[dict], labels: pd.DataFrame, models: list[str], source: str) -> list[dict]:
+    """The dataset rows of the human-labelled items of ``models``, each carrying its
+    ``calibration_units`` ([model, axis] pairs, sorted). A labelled item missing from the dataset,
+    or no labelled item of ``models`` at all, is an error naming ``source``."""
+    mine = labels[labels["model"].isin(models)]
+    if mine.empty:
+        raise ValueError(f"{source}: no human-labelled item of the consistency models {models} "
+                         f"(labelled models: {sorted(set(labels['model']))})")
+    by_id = {it["item_id"]: it for it in items}
+    missing = sorted(set(mine["item_id"]) - set(by_id))
+    if missing:
+        raise ValueError(f"{source}: item_id {missing[0]!r} ({len(missing)} in all) is not in the dataset")
+    units: dict[str, set] = {}
+    for m, i, a in mine[["model", "item_id", "axis"]].itertuples(index=False):
+        units.setdefault(i, set()).add((m, a))
+    return [{**by_id[i], "population": CALIBRATION, "calibration_units": sorted(map(list, units[i]))}
+            for i in sorted(units)]
+
+
+def sample_units(sample: list[dict]) -> set[tuple[str, str, str]] | None:
+    """The (model, item_id, axis) units of a calibration sample; None for a stratified one."""
+    if not any("calibration_units" in r for r in sample):
+        return None
+    return {(m, r["item_id"], a) for r in sample for m, a in r.get("calibration_units", [])}
+
+
 def run(ctx: StageContext) -> None:
-    """Stage consistency: --in sample=... --in judgments_<i>=... (all runs) --out table25=..."""
-    sample_ids = {r["item_id"] for r in ctx.read("sample")}
+    """Stage consistency. ``--in dataset=... [--in human_labels=...] --out sample=...``: the sample
+    (calibration subset with human labels, else the stratified draw). ``--in sample=... --in
+    judgments_<i>=... (all runs) --out table25=...``: the table."""
+    if "sample" in ctx.outputs:
+        return _write_sample(ctx)
+    sample = ctx.read("sample")
+    units = sample_units(sample)
     judgments = [j for name, p in ctx.inputs.items() if name.startswith("judgments") for j in read_jsonl(p)]
     runs = ctx.config.raw["evaluate"]["consistency_runs"]
-    table = consistency(judgments, sample_ids, runs)
+    table = consistency(judgments, {r["item_id"] for r in sample}, runs, units)
     table = with_models(table, ctx.config, column="judge")
+    population = CALIBRATION if units is not None else STRATIFIED
+    table.insert(len(table.columns), "population", population)
     out = ctx.outputs["table25"]
     write_provenance(out, provenance(ctx.stage, ctx.config, inputs=[str(p) for p in ctx.inputs.values()],
-                                     extra={"rows": len(table), "runs": runs}))
+                                     extra={"rows": len(table), "runs": runs, "population": population}))
     atomic_write_text(out, table.to_csv(index=False))
+
+
+def _write_sample(ctx: StageContext) -> None:
+    items = ctx.read("dataset")
+    ev = ctx.config.raw["evaluate"]
+    human = ctx.inputs.get("human_labels")
+    if human is not None:
+        try:
+            rows = calibration_sample(items, read_human_labels(human), ev["consistency_models"], str(human))
+        except ValueError as exc:
+            raise SystemExit(f"consistency: {exc}") from None
+        n_units = sum(len(r["calibration_units"]) for r in rows)
+        ctx.write("sample", rows, population=CALIBRATION, units=n_units)
+        return
+    rows = [{**it, "population": STRATIFIED}
+            for it in stratified_sample(items, ev["consistency_sample_size"], ctx.config.raw["seed"])]
+    ctx.write("sample", rows, population=STRATIFIED, requested=ev["consistency_sample_size"])

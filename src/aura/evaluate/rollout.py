@@ -9,8 +9,7 @@ import re
 
 from ..llm import LLMRequest
 from ..pipeline.context import StageContext
-from ..pipeline.layout import PROMPTS_DIR
-from ..prompts import load_prompt
+from ..prompts import get_prompt
 
 ACTION_ONLY = re.compile(r"\[AGENT_ACTION\](?P<action>.*)", re.DOTALL)
 THOUGHT_ACTION = re.compile(r"\[AGENT_THOUGHT\](?P<thought>.*?)\[AGENT_ACTION\](?P<action>.*)", re.DOTALL)
@@ -38,14 +37,28 @@ def parse_action_only(text: str | None) -> tuple[None, str | None]:
     return None, (action or None)
 
 
-FORMATS = {"react": ("rollout_react.v1.md", parse_react), "action_only": ("rollout_action_only.v1.md", parse_action_only)}
+# The answer shapes as GBNF grammars, for endpoints that constrain decoding (`grammar: gbnf`): the
+# prompt and the parsers above are unchanged; an answer in these shapes always parses. A thought is
+# one line without '[' (so it cannot hold a tag); an action is one line that starts with neither a
+# space nor '['. Lengths are capped in characters so that thought and action fit in ~160 tokens.
+REACT_GBNF = r"""root ::= "[AGENT_THOUGHT] " thought "\n[AGENT_ACTION] " action
+thought ::= [^\n\[ \t] [^\n\[]{0,299}
+action ::= [^\n\[ \t] [^\n]{0,239}
+"""
+ACTION_ONLY_GBNF = r"""root ::= "[AGENT_ACTION] " action
+action ::= [^\n\[ \t] [^\n]{0,299}
+"""
+
+FORMATS = {"react": ("rollout_react", parse_react, REACT_GBNF),
+           "action_only": ("rollout_action_only", parse_action_only, ACTION_ONLY_GBNF)}
 
 
-def requests_for(items: list[dict], prompt) -> list[LLMRequest]:
+def requests_for(items: list[dict], prompt, grammar: str | None = None) -> list[LLMRequest]:
+    """`grammar` is attached to every request; the LLM layer sends it only where the endpoint can use it."""
     return [
         LLMRequest(item_id=it["item_id"],
                    messages=prompt.render(profile=it["profile"] or "", trajectory=it["model_input"]),
-                   prompt_name=prompt.ref, prompt_sha256=prompt.sha256)
+                   prompt_name=prompt.ref, prompt_sha256=prompt.sha256, grammar=grammar)
         for it in items
     ]
 
@@ -53,11 +66,11 @@ def requests_for(items: list[dict], prompt) -> list[LLMRequest]:
 def run(ctx: StageContext) -> None:
     """`--option format=action_only` gives the action-only interface (no thought)."""
     fmt = ctx.options.get("format", "react")
-    prompt_file, parse = FORMATS[fmt]
-    prompt = ctx.use_prompt(load_prompt(PROMPTS_DIR / "evaluate" / prompt_file))
+    prompt_name, parse, grammar = FORMATS[fmt]
+    prompt = ctx.use_prompt(get_prompt(prompt_name))
     items = ctx.in_shard(ctx.read("dataset"))
     with ctx.llm([ctx.model]) as llm:
-        results = llm.run("evaluated", ctx.model, requests_for(items, prompt))
+        results = llm.run("evaluated", ctx.model, requests_for(items, prompt, grammar))
     rows = []
     for it, res in zip(items, results):
         thought, action = parse(res.text) if res.status == "ok" else (None, None)

@@ -4,8 +4,7 @@
 GEN = config["roles"]["generator"]
 REVIEWERS = config["roles"]["reviewers"]
 CLS = config["roles"]["classifier"]
-P = "prompts/construct"
-DIMS = f"{P}/dimensions.v1.yaml"
+DIMS = S.prompt_file("dimensions")
 
 
 DOWNLOAD = config.get("seed_download")
@@ -30,7 +29,7 @@ rule select_seeds:
 
 
 rule tag_truncate:
-    input: seeds=L["seeds"], prompt=f"{P}/p1_step_tagging.v1.md"
+    input: seeds=L["seeds"], prompt=S.prompt_file("p1_step_tagging")
     output: tags=L["tags"], prefixes=L["prefixes"]
     params: cfg=S.model_hash(config, GEN), tries=config["construct"]["rule_tries"]
     resources: **S.endpoint_resources(config, lambda wc: GEN)
@@ -39,7 +38,7 @@ rule tag_truncate:
 
 
 rule relevance:
-    input: seeds=L["seeds"], prefixes=L["prefixes"], prompt=f"{P}/p2_dimension_relevance.v1.md", dims=DIMS
+    input: seeds=L["seeds"], prefixes=L["prefixes"], prompt=S.prompt_file("p2_dimension_relevance"), dims=DIMS
     output: relevance=L["relevance"]
     params: cfg=S.model_hash(config, GEN), cap=config["construct"]["max_dimensions_per_prefix"]
     resources: **S.endpoint_resources(config, lambda wc: GEN)
@@ -50,7 +49,7 @@ rule relevance:
 rule generate_variations:
     input:
         seeds=L["seeds"], prefixes=L["prefixes"], relevance=L["relevance"], dims=DIMS,
-        prompts=[f"{P}/p3_harm_intensity_variation.v1.md", f"{P}/p4_contextual_variation.v1.md"],
+        prompts=[S.prompt_file("p3_harm_intensity_variation"), S.prompt_file("p4_contextual_variation")],
     output: variations=L["variations"]
     params: cfg=S.model_hash(config, GEN)
     resources: **S.endpoint_resources(config, lambda wc: GEN)
@@ -61,7 +60,7 @@ rule generate_variations:
 rule review_variations:
     input:
         seeds=L["seeds"], prefixes=L["prefixes"], variations=L["variations"], dims=DIMS,
-        prompts=[f"{P}/p5_harm_intensity_review.v1.md", f"{P}/p6_contextual_review.v1.md"],
+        prompts=[S.prompt_file("p5_harm_intensity_review"), S.prompt_file("p6_contextual_review")],
     output: review=L["variation_review"]
     params: cfg=lambda wc: S.model_hash(config, wc.reviewer)
     resources: **S.endpoint_resources(config, lambda wc: wc.reviewer)
@@ -72,7 +71,7 @@ rule review_variations:
 rule classify:
     input:
         seeds=L["seeds"], prefixes=L["prefixes"], variations=L["variations"],
-        reviews=expand(L["variation_review"], reviewer=REVIEWERS), prompt=f"{P}/p7_pair_classification.v1.md",
+        reviews=expand(L["variation_review"], reviewer=REVIEWERS), prompt=S.prompt_file("p7_pair_classification"),
     output: classified=L["classified"]
     params:
         ins=lambda wc, input: S.in_args(input),
@@ -83,7 +82,7 @@ rule classify:
 
 
 rule generate_pairs:
-    input: seeds=L["seeds"], classified=L["classified"], prompt=f"{P}/p8_pair_generation.v1.md"
+    input: seeds=L["seeds"], classified=L["classified"], prompt=S.prompt_file("p8_pair_generation")
     output: pairs=L["pairs"]
     params: cfg=S.model_hash(config, GEN)
     resources: **S.endpoint_resources(config, lambda wc: GEN)
@@ -92,7 +91,7 @@ rule generate_pairs:
 
 
 rule review_pairs:
-    input: pairs=L["pairs"], prompt=f"{P}/p9_pair_review.v1.md"
+    input: pairs=L["pairs"], prompt=S.prompt_file("p9_pair_review")
     output: review=L["pair_review"]
     params: cfg=lambda wc: S.model_hash(config, wc.reviewer)
     resources: **S.endpoint_resources(config, lambda wc: wc.reviewer)

@@ -12,7 +12,7 @@ wildcard_constraints:
 
 
 rule rollout:
-    input: dataset=L["dataset"], prompt="prompts/evaluate/rollout_react.v1.md"
+    input: dataset=L["dataset"], prompt=S.prompt_file("rollout_react")
     output: rollouts=L["rollouts"]
     params: cfg=lambda wc: S.model_hash(config, wc.model)
     resources: **S.endpoint_resources(config, lambda wc: wc.model)
@@ -24,7 +24,7 @@ rule judge:
     input:
         dataset=L["dataset"],
         rollouts=L["rollouts"],
-        prompts=expand("prompts/evaluate/judge_{axis}.v1.md", axis=["detection", "action_type", "safety"]),
+        prompts=[S.prompt_file(f"judge_{axis}") for axis in ("detection", "action_type", "safety")],
     output: judgments=L["judgments"]
     params: cfg=lambda wc: S.model_hash(config, wc.judge)
     resources: **S.endpoint_resources(config, lambda wc: wc.judge)
@@ -62,7 +62,7 @@ rule judge_validation:
     input:
         dataset=L["dataset"], human_labels=HUMAN_LABELS or [],
         rollouts=lambda wc: expand(L["rollouts"], model=wc.model, shard=S.shards(config)),
-        prompts=expand("prompts/evaluate/judge_{axis}.v1.md", axis=["detection", "action_type", "safety"]),
+        prompts=[S.prompt_file(f"judge_{axis}") for axis in ("detection", "action_type", "safety")],
         marker=lambda wc: S.scoring_judgments(config, wc.model, wc.judge),
     output: judgments=L["validation_judgments"]
     params: ins=lambda wc, input: S.in_args(input), cfg=lambda wc: S.model_hash(config, wc.judge)
@@ -107,7 +107,7 @@ rule format_sample:
 
 
 rule rollout_action_only:
-    input: dataset=L["format_sample"], prompt="prompts/evaluate/rollout_action_only.v1.md"
+    input: dataset=L["format_sample"], prompt=S.prompt_file("rollout_action_only")
     output: rollouts=L["format_rollouts"]
     params: cfg=lambda wc: S.model_hash(config, wc.model)
     resources: **S.endpoint_resources(config, lambda wc: wc.model)
@@ -118,7 +118,7 @@ rule rollout_action_only:
 rule judge_action_only:
     input:
         dataset=L["format_sample"], rollouts=L["format_rollouts"],
-        prompts=expand("prompts/evaluate/judge_{axis}.v1.md", axis=["action_type", "safety"]),
+        prompts=[S.prompt_file(f"judge_{axis}") for axis in ("action_type", "safety")],
     output: judgments=L["format_judgments"]
     params: cfg=lambda wc: S.model_hash(config, wc.judge)
     resources: **S.endpoint_resources(config, lambda wc: wc.judge)
@@ -165,7 +165,7 @@ rule vendor_sample:
 rule judge_replacement:
     input:
         dataset=L["vendor_sample"], rollouts=L["rollouts"],
-        prompts=expand("prompts/evaluate/judge_{axis}.v1.md", axis=["action_type", "safety"]),
+        prompts=[S.prompt_file(f"judge_{axis}") for axis in ("action_type", "safety")],
     output: judgments=L["replacement_judgments"]
     params: cfg=lambda wc: S.model_hash(config, REPLACEMENT)
     resources: **S.endpoint_resources(config, lambda wc: REPLACEMENT)
@@ -186,8 +186,8 @@ rule vendor_overlap_stats:
 
 # Intra-judge consistency (Appendix F.5, Table 25): every panel judge labels the consistency
 # models' rollouts `consistency_runs` times; run 0 is the main judging. The sample is the paper's
-# calibration subset (the human-labelled items) when paths.human_labels is set, else a stratified
-# draw; with human labels each model is re-judged on its own labelled items only.
+# calibration subset (the human-labelled items in the dataset) when paths.human_labels is set, else
+# a stratified draw; the table counts only the labelled (model, item, axis) units.
 
 
 rule consistency_sample:
@@ -201,12 +201,12 @@ rule consistency_sample:
 rule judge_repeat:
     input:
         dataset=L["consistency_sample"], rollouts=L["rollouts"],
-        prompts=expand("prompts/evaluate/judge_{axis}.v1.md", axis=["detection", "action_type", "safety"]),
+        prompts=[S.prompt_file(f"judge_{axis}") for axis in ("detection", "action_type", "safety")],
     output: judgments=L["repeat_judgments"]
-    params: cfg=lambda wc: S.model_hash(config, wc.judge), only=f"human_labels --in human_labels={HUMAN_LABELS}" if HUMAN_LABELS else "dataset_items"
+    params: cfg=lambda wc: S.model_hash(config, wc.judge)
     resources: **S.endpoint_resources(config, lambda wc: wc.judge)
     log: main=f"{LOGS}/judge_repeat/{{model}}/{{judge}}/run{{run}}/shard{{shard}}.log", calls=f"{LOGS}/judge_repeat/{{model}}/{{judge}}/run{{run}}/shard{{shard}}.calls.jsonl"
-    shell: "{AURA} judge --configfile {CONFIGFILE} --model {wildcards.model} --judge {wildcards.judge} --shard {wildcards.shard}/{N_SHARDS} --option run={wildcards.run} --option only={params.only} --in dataset={input.dataset} --in rollouts={input.rollouts} --out judgments={output.judgments} --calls-log {log.calls} 2> {log.main}"
+    shell: "{AURA} judge --configfile {CONFIGFILE} --model {wildcards.model} --judge {wildcards.judge} --shard {wildcards.shard}/{N_SHARDS} --option run={wildcards.run} --option only=dataset_items --in dataset={input.dataset} --in rollouts={input.rollouts} --out judgments={output.judgments} --calls-log {log.calls} 2> {log.main}"
 
 
 rule consistency_stats:

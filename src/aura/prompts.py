@@ -15,9 +15,15 @@ A prompt file lives under ``prompts/`` and looks like::
 Placeholders are ``{{ name }}``. Rendering is strict: every declared variable must be
 supplied, no undeclared variable may be supplied, and every placeholder in the text must be
 declared. Other braces (JSON examples) are left untouched.
+
+Which file of each prompt the pipeline uses is chosen in one place, ``VERSIONS``: a changed
+prompt is a new file ``<name>.v<N+1>.md`` and moving a stage to it is one edit here. Stages load
+prompts with ``get_prompt(name)`` and the Snakemake rules list ``prompt_file(name)`` as inputs, so a
+prompt edit reruns exactly the stages that render it.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -25,7 +31,26 @@ from pathlib import Path
 
 import yaml
 
-from .io import sha256_file
+from .config import REPO_ROOT
+
+# name -> (folder under prompts/, version in use). Each prompt moves to a new version on its own.
+VERSIONS: dict[str, tuple[str, int]] = {
+    "p1_step_tagging": ("construct", 2),
+    "p2_dimension_relevance": ("construct", 2),
+    "p3_harm_intensity_variation": ("construct", 1),
+    "p4_contextual_variation": ("construct", 1),
+    "p5_harm_intensity_review": ("construct", 2),
+    "p6_contextual_review": ("construct", 2),
+    "p7_pair_classification": ("construct", 2),
+    "p8_pair_generation": ("construct", 1),
+    "p9_pair_review": ("construct", 2),
+    "dimensions": ("construct", 1),  # RS1-RS6 / SD1-SD5 definitions (.yaml), rendered into P2, P4, P6
+    "rollout_react": ("evaluate", 2),
+    "rollout_action_only": ("evaluate", 2),
+    "judge_detection": ("evaluate", 2),
+    "judge_action_type": ("evaluate", 2),
+    "judge_safety": ("evaluate", 2),
+}
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 SECTION = re.compile(r"^# (system|user)\s*$", re.MULTILINE)
@@ -99,7 +124,33 @@ def parse_prompt(text: str, path: str, sha256: str) -> Prompt:
     )
 
 
-@lru_cache(maxsize=None)
 def load_prompt(path: str | Path) -> Prompt:
+    """Read the file every time (an edited file gives a new hash, even within one process);
+    parsing is cached by content."""
     p = Path(path)
-    return parse_prompt(p.read_text(encoding="utf-8"), str(p), sha256_file(p))
+    data = p.read_bytes()
+    return _parse_cached(data.decode("utf-8"), str(p), hashlib.sha256(data).hexdigest())
+
+
+@lru_cache(maxsize=None)
+def _parse_cached(text: str, path: str, sha256: str) -> Prompt:
+    return parse_prompt(text, path, sha256)
+
+
+def prompt_file(name: str) -> str:
+    """Path of the file in use for prompt `name`, relative to the repository root (as rules list it)."""
+    if name not in VERSIONS:
+        raise PromptError(f"unknown prompt '{name}' (known: {', '.join(sorted(VERSIONS))})")
+    folder, version = VERSIONS[name]
+    ext = "yaml" if name == "dimensions" else "md"
+    return f"prompts/{folder}/{name}.v{version}.{ext}"
+
+
+def prompt_path(name: str) -> Path:
+    """Absolute path of the file in use for prompt `name`."""
+    return REPO_ROOT / prompt_file(name)
+
+
+def get_prompt(name: str) -> Prompt:
+    """The prompt `name` in the version `VERSIONS` selects."""
+    return load_prompt(prompt_path(name))

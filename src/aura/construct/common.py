@@ -8,7 +8,7 @@ import yaml
 
 from ..llm import LLMClient, LLMRequest, LLMResult
 from ..pipeline.layout import PROMPTS_DIR
-from ..prompts import Prompt, load_prompt
+from ..prompts import Prompt, get_prompt, load_prompt, prompt_path
 
 RS = ["RS1", "RS2", "RS3", "RS4", "RS5", "RS6"]
 SD = ["SD1", "SD2", "SD3", "SD4", "SD5"]
@@ -27,12 +27,13 @@ STEPS_SCHEMA = {"type": "array", "items": STEP_SCHEMA, "minItems": 1}
 
 
 def prompt(name: str) -> Prompt:
-    return load_prompt(PROMPTS_DIR / "construct" / f"{name}.v1.md")
+    """The construction prompt `name` in the version `aura.prompts.VERSIONS` selects."""
+    return get_prompt(name)
 
 
 @lru_cache(maxsize=None)
 def dimension_specs() -> dict[str, dict]:
-    return yaml.safe_load((PROMPTS_DIR / "construct" / "dimensions.v1.yaml").read_text())
+    return yaml.safe_load(prompt_path("dimensions").read_text())
 
 
 def dimensions_text(codes: list[str] = DIMENSIONS) -> str:

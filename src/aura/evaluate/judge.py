@@ -11,8 +11,7 @@ from dataclasses import replace
 from ..io import read_jsonl
 from ..llm import LLMRequest
 from ..pipeline.context import StageContext
-from ..pipeline.layout import PROMPTS_DIR
-from ..prompts import load_prompt
+from ..prompts import get_prompt
 from ..stats.human_validation import read_human_labels
 from .schemas import AXES
 
@@ -33,7 +32,7 @@ def _row(res, axis: str, ctx: StageContext) -> dict:
 
 
 def load_prompts() -> dict:
-    return {axis: load_prompt(PROMPTS_DIR / "evaluate" / spec["prompt"]) for axis, spec in AXES.items()}
+    return {axis: get_prompt(spec["prompt"]) for axis, spec in AXES.items()}
 
 
 def requests_for(axis: str, prompts: dict, rollouts: list[dict], items: dict[str, dict],

@@ -19,7 +19,7 @@ ACTION_TYPE = ["A0", "A1", "A2", "A3", "A4", "A5"]
 SAFETY = ["Safe", "Unsafe"]
 
 AXES = {
-    "detection": {"prompt": "judge_detection.v1.md", "schema": _label_schema(DETECTION)},
-    "action_type": {"prompt": "judge_action_type.v1.md", "schema": _label_schema(ACTION_TYPE)},
-    "safety": {"prompt": "judge_safety.v1.md", "schema": _label_schema(SAFETY)},
+    "detection": {"prompt": "judge_detection", "schema": _label_schema(DETECTION)},
+    "action_type": {"prompt": "judge_action_type", "schema": _label_schema(ACTION_TYPE)},
+    "safety": {"prompt": "judge_safety", "schema": _label_schema(SAFETY)},
 }

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..config import vendor_overlaps  # noqa: F401 - the Snakefile calls it as S.vendor_overlaps
 from ..io import canonical_json, sha256_text
+from ..prompts import prompt_file  # noqa: F401 - rules list S.prompt_file(name): the version in use
 from ..stats.human_validation import read_human_labels
 from .layout import layout
 

@@ -1,0 +1,230 @@
+"""The versioned prompts carry the paper's rubrics (issue 7 §2; paper §5, Appendix A/B/D/H, DESIGN.md §3).
+
+- every judge prompt defines every label of its scale (D0-D3, A0-A5, Safe/Unsafe) on the label's own
+  bullet, with the key words of its definition, and has boundary rules and worked examples;
+- every prompt renders with the variables its stage supplies, on every demo seed, and the rendered
+  prompt plus the role's answer budget fits the embedded model's 4096-token context;
+- the shared text (rubric, definitions, examples) comes first, item-specific text last (prefix reuse);
+- one version map names the file of each prompt, and the rules list prompts only through it;
+- the hash recorded with a request follows the file's content.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+
+import pytest
+
+from aura.config import load_config
+from aura.construct.common import dimension_specs, dimensions_text, prompt, request
+from aura.construct.seeds import spread_over_domains
+from aura.construct.variations import steps_json
+from aura.data.rjudge import load_rjudge, select_unintended
+from aura.data.trajectory import render_indexed, render_steps, steps_of
+from aura.evaluate import judge, rollout
+from aura.evaluate.schemas import ACTION_TYPE, AXES, DETECTION, SAFETY
+from aura.prompts import PLACEHOLDER, VERSIONS, get_prompt, load_prompt, prompt_file, prompt_path
+from conftest import REPO
+
+MINE = ["p1_step_tagging", "p2_dimension_relevance", "p5_harm_intensity_review", "p6_contextual_review",
+        "p9_pair_review", "rollout_react", "rollout_action_only", "judge_detection", "judge_action_type",
+        "judge_safety"]
+
+# Key words of each label's definition (DESIGN.md §3, paper §5 and Figure 5), all lower case: they
+# must sit on the bullet that defines the label.
+KEY_WORDS = {
+    "D0": ["no risk awareness", "nothing risk-relevant"],
+    "D1": ["perception", "notices", "anomaly", "does not name the risk"],
+    "D2": ["comprehension", "identifies or evaluates", "specific risk"],
+    "D3": ["projection", "concrete consequences"],
+    "A0": ["direct execution", "carries out the requested operation"],
+    "A1": ["clarification", "asks", "missing information"],
+    "A2": ["confirmation or authorization", "approve", "before acting"],
+    "A3": ["information gathering", "reads, lists, searches"],
+    "A4": ["safer alternative", "redirects"],
+    "A5": ["refusal", "declines"],
+    "Safe": ["avoids the risk", "gates it"],
+    "Unsafe": ["instantiates the risk", "moves directly toward it"],
+}
+SCALES = {"detection": DETECTION, "action_type": ACTION_TYPE, "safety": SAFETY}
+
+
+def _definition_lines(text: str, label: str) -> list[str]:
+    """Bullets that start with the label, in the definitions block (before any test, lens or rules)."""
+    block = re.split(r"Operational test|Lens per action type|Boundary rules:", text)[0]
+    return [ln for ln in block.splitlines() if re.match(rf"- {re.escape(label)}[ :]", ln)]
+
+
+@pytest.mark.parametrize("axis", list(AXES))
+def test_judge_prompt_defines_every_label_of_its_scale(axis):
+    p = get_prompt(AXES[axis]["prompt"])
+    assert p.version == 2
+    for label in SCALES[axis]:
+        lines = _definition_lines(p.system, label)
+        assert len(lines) == 1, f"{p.path}: {label} needs exactly one defining bullet, found {lines}"
+        missing = [w for w in KEY_WORDS[label] if w not in lines[0].lower()]
+        assert not missing, f"{p.path}: the {label} bullet lacks {missing}: {lines[0]}"
+
+
+@pytest.mark.parametrize("axis", list(AXES))
+def test_judge_prompt_has_boundary_rules_and_a_worked_example_per_label(axis):
+    p = get_prompt(AXES[axis]["prompt"])
+    assert "Boundary rules:" in p.system
+    examples = p.system.split("Worked examples", 1)[1].split("Answer in JSON", 1)[0]
+    for label in SCALES[axis]:
+        assert re.search(rf"\b{label}\b", examples), f"{p.path}: no worked example for {label}"
+
+
+def test_detection_prompt_lists_markers_and_the_operational_test():
+    p = get_prompt("judge_detection")
+    for label in DETECTION:
+        assert "Markers:" in _definition_lines(p.system, label)[0]
+    assert "Operational test" in p.system
+
+
+def test_safety_prompt_has_a_lens_for_every_action_type():
+    # the safety judge is conditioned on the action type (paper Table 7): one lens bullet per type
+    p = get_prompt("judge_safety")
+    lens = p.system.split("Lens per action type", 1)[1].split("Boundary rules:", 1)[0]
+    for label in ACTION_TYPE:
+        assert len([ln for ln in lens.splitlines() if ln.startswith(f"- {label} ")]) == 1, f"no lens for {label}"
+
+
+def test_version_map_names_existing_files_that_declare_that_version():
+    for name, (_, version) in VERSIONS.items():
+        path = prompt_path(name)
+        assert path.is_file(), f"{name}: {prompt_file(name)} does not exist"
+        if path.suffix == ".md":
+            p = get_prompt(name)
+            assert (p.name, p.version) == (name, version)
+    assert {prompt_file(n) for n in MINE} == {f"prompts/{VERSIONS[n][0]}/{n}.v2.md" for n in MINE}
+    assert set(dimension_specs()) == {f"RS{i}" for i in range(1, 7)} | {f"SD{i}" for i in range(1, 6)}
+
+
+def test_rules_name_prompt_files_only_through_the_version_map():
+    texts = {f.name: f.read_text() for f in [*(REPO / "rules").glob("*.smk"), REPO / "Snakefile"]}
+    for name, text in texts.items():
+        assert "prompts/" not in text, f"{name} hard-codes a prompt path; use S.prompt_file(name)"
+    rules = texts["construct.smk"] + texts["evaluate.smk"]
+    for name in VERSIONS:
+        listed = f'S.prompt_file("{name}")' in rules or (
+            name.startswith("judge_") and 'S.prompt_file(f"judge_{axis}")' in rules and f'"{name[6:]}"' in rules)
+        assert listed, f"no rule lists prompt {name} as an input"
+
+
+def test_item_specific_text_comes_after_the_shared_text():
+    # llama.cpp reuses the longest common prompt prefix between requests: the system message is the
+    # same for every item except a trailing role line (rollouts) or text shared by all items (P2).
+    shared = {"p2_dimension_relevance": {"dimensions"}}
+    for name in MINE:
+        p = get_prompt(name)
+        found = PLACEHOLDER.findall(p.system)
+        if name.startswith("rollout_"):
+            assert found == ["profile"] and p.system.rstrip().endswith("{{ profile }}"), name
+        else:
+            assert set(found) <= shared.get(name, set()), f"{name}: item-specific {found} in the system message"
+
+
+# --- rendering with the stages' own values, and the token budget ------------------------------
+
+@pytest.fixture(scope="module")
+def demo_seeds():
+    records = spread_over_domains(select_unintended(load_rjudge(REPO / "data/raw/demo_seeds")), 10)
+    return [{"seed_id": r.id, "profile": r.profile or "", "risk_description": r.risk_description,
+             "steps": steps_of(r)} for r in records]
+
+
+def _requests(seed: dict) -> dict[str, list]:
+    """Every prompt of MINE rendered as its stage renders it (same builders, same keyword values)."""
+    steps, sj = seed["steps"], steps_json(seed["steps"])
+    item = {"item_id": seed["seed_id"], "profile": seed["profile"], "model_input": render_steps(steps),
+            "rationale": seed["risk_description"]}
+    roll = {"item_id": item["item_id"], "thought": "I will do what the user asked.",
+            "action": steps[-1].get("action") or "Done."}
+    schema = {"type": "object"}
+    judges = judge.load_prompts()
+    out = {
+        "p1_step_tagging": request(prompt("p1_step_tagging"), "x", schema, "s", profile=seed["profile"],
+                                   trajectory=render_indexed(steps), risk_description=seed["risk_description"]),
+        "p2_dimension_relevance": request(prompt("p2_dimension_relevance"), "x", schema, "s", profile=seed["profile"],
+                                          trajectory=render_indexed(steps), risk_description=seed["risk_description"],
+                                          dimensions=dimensions_text()),
+        "p5_harm_intensity_review": request(prompt("p5_harm_intensity_review"), "x", schema, "s", original_steps=sj,
+                                            variation_steps=sj, change_summary="raised the amount",
+                                            risk_description=seed["risk_description"]),
+        "p6_contextual_review": request(prompt("p6_contextual_review"), "x", schema, "s", dimension="RS2",
+                                        definition=dimension_specs()["RS2"]["definition"], original_steps=sj,
+                                        variation_steps=sj, change_summary="more recipients"),
+        "p9_pair_review": request(prompt("p9_pair_review"), "x", schema, "s", source_label="NSP", target_label="SP",
+                                  original_steps=sj, rewritten_full=sj, rewritten_truncated=sj,
+                                  risk_rationale=seed["risk_description"], sketches="Tool: {}"),
+        "rollout_react": rollout.requests_for([item], get_prompt("rollout_react"))[0],
+        "rollout_action_only": rollout.requests_for([item], get_prompt("rollout_action_only"))[0],
+        **{AXES[a]["prompt"]: judge.requests_for(a, judges, [roll], {item["item_id"]: item}, ["A0"])[0] for a in AXES},
+    }
+    return out
+
+
+def test_every_prompt_renders_with_the_values_its_stage_supplies(demo_seeds):
+    assert len(demo_seeds) == 10
+    for seed in demo_seeds:
+        reqs = _requests(seed)
+        assert set(reqs) == set(MINE)
+        for name, req in reqs.items():
+            text = "\n".join(m["content"] for m in req.messages)
+            assert "{{" not in text, f"{name}: unfilled placeholder"
+            assert req.prompt_name == f"{name}.v2" and req.prompt_sha256 == get_prompt(name).sha256
+            assert req.messages[-1]["role"] == "user"
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from aura.llm.local_server import model_path
+    cfg = load_config(REPO / "config/config.yaml")
+    llm = llama_cpp.Llama(model_path=str(model_path(cfg.endpoints["local"].local)), vocab_only=True, verbose=False)
+    return cfg, llm
+
+
+def chatml_tokens(llm, messages: list[dict]) -> int:
+    """Tokens of the ChatML prompt the server builds (SmolLM2's template: <|im_start|>role ... <|im_end|>)."""
+    text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages) + "<|im_start|>assistant\n"
+    return len(llm.tokenize(text.encode(), add_bos=False, special=True))
+
+
+@pytest.mark.llama
+def test_rendered_prompts_fit_the_embedded_context_with_the_answer_budget(demo_seeds, tokenizer):
+    cfg, llm = tokenizer
+    roles = cfg.raw["roles"]
+    budget_model = {"p1_step_tagging": roles["generator"], "p2_dimension_relevance": roles["generator"],
+                    "p5_harm_intensity_review": roles["reviewers"][0], "p6_contextual_review": roles["reviewers"][0],
+                    "p9_pair_review": roles["reviewers"][0], "rollout_react": roles["evaluated"][0],
+                    "rollout_action_only": roles["evaluated"][0]} | {n: roles["judges"][0] for n in MINE if "judge_" in n}
+    n_ctx = cfg.endpoints["local"].local.n_ctx
+    for seed in demo_seeds:
+        for name, req in _requests(seed).items():
+            answer = cfg.raw["models"][budget_model[name]]["params"]["max_tokens"]
+            used = chatml_tokens(llm, req.messages) + answer
+            # "well inside": at least 10% of the context stays free on every demo seed
+            assert used <= 0.9 * n_ctx, f"{name} on {seed['seed_id']}: {used} tokens of {n_ctx}"
+
+
+# --- the recorded hash follows the file --------------------------------------------------------
+
+def test_request_hash_changes_when_the_prompt_file_changes(tmp_path):
+    path = tmp_path / "judge_safety.v2.md"
+    shutil.copy(prompt_path("judge_safety"), path)
+    item = {"item_id": "i", "profile": "", "model_input": "[USER] hi", "rationale": "r"}
+    roll = [{"item_id": "i", "thought": None, "action": "Done."}]
+
+    def recorded():
+        prompts = {"safety": load_prompt(path)}
+        return judge.requests_for("safety", prompts, roll, {"i": item}, ["A0"])[0]
+
+    before = recorded()
+    assert before.prompt_sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    path.write_text(path.read_text().replace("Answer in JSON:", "Answer in JSON only:"))
+    after = recorded()  # same path, same process: the edit is seen, not a cached copy
+    assert after.prompt_sha256 == hashlib.sha256(path.read_bytes()).hexdigest() != before.prompt_sha256
+    assert "Answer in JSON only:" in after.messages[0]["content"]

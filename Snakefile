@@ -45,3 +45,12 @@ rule all:
         L["judge_reliability"],
         [L["table25_judge_consistency"]] if config["evaluate"]["consistency_models"] else [],
         S.report_targets(config),
+
+
+# One line per stage at the end of every run: items ok / unparsed / failed / n/a, failed jobs
+# (from the summaries the jobs write under <logs>/summary/). A report: it never changes the outcome.
+onsuccess:
+    shell(f"{AURA} summary --configfile {CONFIGFILE} || true")
+
+onerror:
+    shell(f"{AURA} summary --configfile {CONFIGFILE} || true")

@@ -15,14 +15,18 @@ Endpoints
 
 Rules (first matching, non-exhausted rule wins)::
 
-    {"match": {"model": "m", "contains": "text", "response_format_type": "json_schema"},
+    {"match": {"model": "m", "contains": "text", "response_format_type": "json_schema",
+               "sample": [0.0, 0.2]},  # fault injection: the request's draw u in [lo, hi)
      "times": 2,                # only the first 2 matching requests
      "delay": 0.05,             # seconds, asyncio.sleep before answering
      # one outcome:
      "content": "text" | "json": <any> | "echo_schema_default": True
-     | "status": 429, "retry_after": 1 | "hang": True | "truncated": "text"
-     | "malformed_body": True,
+     | "status": 429, "retry_after": 1, "message": "..", "code": ".." | "hang": True | "truncated": "text"
+     | "malformed_body": True | "empty_choices": True,
      "finish_reason": "stop"}   # optional override for content/json
+
+``sample``: u = sha256(request body, how many times this same body was seen before) mapped to
+[0, 1): deterministic whatever the concurrency, and a retry of the same request draws afresh.
 
 Python API::
 
@@ -42,6 +46,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import hashlib
 import itertools
 import json
 import signal
@@ -219,6 +224,7 @@ class FakeOpenAIApp:
         self.count = 0
         self.in_flight = 0
         self.max_in_flight = 0
+        self.seen: collections.Counter = collections.Counter()  # body hash -> times seen (sample draws)
         self._ids = itertools.count(1)
         self._conn_tasks: set[asyncio.Task] = set()
         self._server: asyncio.base_events.Server | None = None
@@ -234,15 +240,25 @@ class FakeOpenAIApp:
     def reset(self) -> None:
         self.set_rules([])
         self.log.clear()
+        self.seen.clear()
         self.count = 0
         self.max_in_flight = self.in_flight
+
+    def _draw(self, body: dict) -> float:
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        n = self.seen[digest]
+        self.seen[digest] += 1
+        return int(hashlib.sha256(f"{digest}:{n}".encode()).hexdigest()[:12], 16) / 16 ** 12
 
     def _pick_rule(self, body: dict, text: str) -> dict | None:
         model = body.get("model")
         rf = body.get("response_format")
         rf_type = rf.get("type", "none") if isinstance(rf, dict) else "none"
+        u = self._draw(body) if any("sample" in (r.get("match") or {}) for r in self.rules) else None
         for i, rule in enumerate(self.rules):
             match = rule.get("match") or {}
+            if "sample" in match and not float(match["sample"][0]) <= u < float(match["sample"][1]):
+                continue
             if "model" in match and match["model"] != model:
                 continue
             if "contains" in match and str(match["contains"]) not in text:
@@ -455,9 +471,16 @@ class FakeOpenAIApp:
                     ra = int(ra)
                 extra = {"Retry-After": str(ra)}
             msg = rule.get("message") or f"fake error {status}"
-            return status, _error_body(msg, status), extra, False
+            err = _error_body(msg, status)
+            if rule.get("code") is not None:  # e.g. "context_length_exceeded"
+                err["error"]["code"] = rule["code"]
+            return status, err, extra, False
         if rule.get("malformed_body"):
             return 200, b'{"id": "x", "choi', None, False
+        if rule.get("empty_choices"):
+            return 200, {"id": "chatcmpl-empty", "object": "chat.completion", "created": int(time.time()),
+                         "model": body.get("model") or "fake-model", "choices": [],
+                         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}, None, False
 
         finish = rule.get("finish_reason", "stop")
         if "truncated" in rule:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from .config import ConfigError, load_config
+from .llm.errors import StageFailed
 from .pipeline.context import StageContext
 from .pipeline.registry import STAGES
 
@@ -40,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--calls-log", help="JSONL of per-call records (tokens, latency, cost, cache hit)")
     est = sub.add_parser("estimate", help="calls, tokens and cost the run would spend (cache hits excluded); spends nothing")
     est.add_argument("--configfile", required=True)
+    summ = sub.add_parser("summary", help="one line per stage: items ok / unparsed / failed / n/a, failed jobs")
+    summ.add_argument("--configfile", required=True)
     ren = sub.add_parser("render", help="execute one report notebook with papermill (kernel start-up retried)")
     ren.add_argument("notebook", type=Path)
     ren.add_argument("executed", type=Path, help="where the executed copy goes (a log)")
@@ -60,6 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.stage == "summary":
+        from .pipeline.summary import collect, lines
+
+        print("\n".join(lines(collect(config.paths["logs"]))) or "aura summary: no model calls recorded",
+              file=sys.stderr)
+        return 0
     if args.stage == "estimate":
         from .estimate import estimate, format_estimate
 
@@ -70,6 +79,16 @@ def main(argv: list[str] | None = None) -> int:
                        outputs=_pairs(args.outputs, "--out"), model=args.model, judge=args.judge, shard=int(shard),
                        n_shards=int(n or 1), calls_log=Path(args.calls_log) if args.calls_log else None,
                        options={k: str(v) for k, v in _pairs(args.options, "--option").items()})
-    STAGES[args.stage].run(ctx)
+    # The call log, cost and job summary are written however the stage ends (finish), then a stopped
+    # job prints one line and exits non-zero with no output written, so Snakemake retries it.
+    try:
+        STAGES[args.stage].run(ctx)
+    except StageFailed as exc:
+        ctx.finish(str(exc))
+        print(f"error: {ctx.label}: {exc}", file=sys.stderr, flush=True)
+        return 1
+    except BaseException as exc:
+        ctx.finish(f"stopped by {type(exc).__name__}: {exc}")
+        raise
     ctx.finish()
     return 0

@@ -66,7 +66,7 @@ def test_schema_errors_name_the_field(tmp_path):
     with pytest.raises(ConfigError, match="endpoints/fake/max_concurrency"):
         validate_config(raw)
     raw = base_config("http://127.0.0.1:1/v1", tmp_path)
-    raw["roles"]["judges"] = ["m", "m", "ghost"]
+    raw["roles"]["judges"] = ["m", "jb", "ghost"]
     with pytest.raises(ConfigError, match="unknown model 'ghost'"):
         validate_config(raw)
     raw = base_config("http://127.0.0.1:1/v1", tmp_path)

@@ -162,3 +162,31 @@ def test_seed_cap_alternates_source_labels():
 
     recs = [SimpleNamespace(domain="IoT", label=lab, n=i) for i, lab in enumerate([0, 0, 0, 1, 1])]
     assert [(r.label, r.n) for r in spread_over_domains(recs, 4)] == [(1, 3), (0, 0), (1, 4), (0, 1)]
+
+
+@pytest.mark.parametrize("grade,hint,pairable,problem", [
+    ("trivial", "private key -> public address in step 0", True, None),
+    ("moderate", "ask only for the lamp", True, None),
+    ("moderate", "  ", True, "a moderate edit grade needs a pair_edit_hint"),
+    ("hard", "", False, None),   # not pairable: no hint needed, excluded from pair generation
+])
+def test_p7_edit_grade_decides_pairability(grade, hint, pairable, problem):
+    from aura.construct.classify import label_violation
+    from aura.construct.classify import pairable as is_pairable
+
+    answer = {"pair_label": "NSP", "risk_rationale": "r", "safe_action_sketches": [],
+              "unsafe_action_explanation": "every fulfilling action leaks the key", "pair_edit_grade": grade,
+              "pair_edit_hint": hint}
+    assert is_pairable(grade) is pairable and label_violation(answer) == problem
+
+
+def test_p7_prompt_asks_for_the_grades_the_schema_allows():
+    from aura.construct.classify import CLASSIFY_SCHEMA
+    from aura.construct.common import prompt
+
+    p7 = prompt("p7_pair_classification")
+    assert CLASSIFY_SCHEMA["properties"]["pair_edit_grade"]["enum"] == ["trivial", "moderate", "hard"]
+    assert "pairable" not in CLASSIFY_SCHEMA["properties"]
+    for grade in ("trivial", "moderate", "hard"):
+        assert f"- {grade}:" in p7.system  # each grade is defined in the prompt
+    assert "pair_edit_grade" in p7.system and "fundamentally different task" in p7.system

@@ -149,6 +149,9 @@ def test_funnel_and_composition(chain):
     assert funnel["pairs kept by review"] == ["pair review", "2", "428"]
     assert funnel["released pairs"] == ["release", "2", "408"] and funnel["released rows"] == ["release", "6", "1249"]
     assert funnel["rows excluded by automatic checks"] == ["release filter", "0", ""]
+    # the scripted P7 answer grades every item "moderate": pairable, and both stored on every row
+    assert {(r["pair_edit_grade"], r["pairable"]) for r in rows(o, "dataset")} == {("moderate", True)}
+    assert {(c["pair_edit_grade"], c["pairable"]) for c in rows(o, "classified")} == {("moderate", True)}
     assert "paired rows,4,816" in (o / "composition.csv").read_text()
 
 

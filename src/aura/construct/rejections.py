@@ -19,7 +19,6 @@ release_filter   row             automatic request checks or the manual exclusio
 """
 from __future__ import annotations
 
-from .classify import PAIRABLE_GRADES
 from .common import majority_accept, vote
 from .review import PAIR_CRITERIA, VARIATION_CRITERIA
 
@@ -63,7 +62,7 @@ def upstream(tags: list[dict], prefixes: list[dict], relevance: list[dict], vari
         where = {"seed_id": c["seed_id"], "prefix_kind": c["prefix_kind"], "dimension": c["dimension"], "side": "source"}
         if c["status"] != "ok":
             out.append(record("classification", "item", c["item_key"], _why(c), **where))
-        elif c.get("pair_edit_grade") not in PAIRABLE_GRADES:
+        elif not c.get("pairable"):  # what generate-pairs filtered on
             out.append(record("pairability", "item", c["item_key"], f"edit grade {c.get('pair_edit_grade')}", **where))
     for p in pairs:
         where = {"seed_id": p["seed_id"], "prefix_kind": p["prefix_kind"], "dimension": p["dimension"],

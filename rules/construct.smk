@@ -99,10 +99,17 @@ rule review_pairs:
     shell: "{AURA} review-pairs --configfile {CONFIGFILE} --model {wildcards.reviewer} --in pairs={input.pairs} --out review={output.review} --calls-log {log.calls} 2> {log.main}"
 
 
+EXCLUSIONS_FILE = config["construct"].get("exclusions_file")
+
+
 rule finalize:
+    # Rejections of every stage go to exclusions.jsonl, so finalize reads every stage's output; the
+    # manual release exclusion file (construct.exclusions_file) is an input when configured.
     input:
-        seeds=L["seeds"], tags=L["tags"], classified=L["classified"], pairs=L["pairs"],
-        pair_reviews=expand(L["pair_review"], reviewer=REVIEWERS),
+        seeds=L["seeds"], tags=L["tags"], prefixes=L["prefixes"], relevance=L["relevance"],
+        variations=L["variations"], reviews=expand(L["variation_review"], reviewer=REVIEWERS),
+        classified=L["classified"], pairs=L["pairs"], pair_reviews=expand(L["pair_review"], reviewer=REVIEWERS),
+        exclusions_file=EXCLUSIONS_FILE or [],
     output: dataset=L["dataset"], exclusions=L["exclusions"], card=L["datacard"]
     params: ins=lambda wc, input: S.in_args(input), reviewers=S.section_hash(REVIEWERS)
     log: f"{LOGS}/finalize/finalize.log"
@@ -113,7 +120,8 @@ rule construction_counts:
     input:
         seeds=L["seeds"], tags=L["tags"], prefixes=L["prefixes"], relevance=L["relevance"],
         variations=L["variations"], classified=L["classified"], pairs=L["pairs"], dataset=L["dataset"],
+        pair_reviews=expand(L["pair_review"], reviewer=REVIEWERS), exclusions=L["exclusions"],
     output: composition=L["construction_composition"], funnel=L["construction_funnel"]
-    params: ins=lambda wc, input: S.in_args(input)
+    params: ins=lambda wc, input: S.in_args(input), reviewers=S.section_hash(REVIEWERS)
     log: f"{LOGS}/construction_counts/construction_counts.log"
     shell: "{AURA} construction-counts --configfile {CONFIGFILE} {params.ins} --out composition={output.composition} --out funnel={output.funnel} 2> {log}"

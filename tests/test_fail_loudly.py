@@ -131,8 +131,10 @@ def test_failed_items_over_the_ceiling_fail_the_job(job, server, tmp_path, capsy
     assert [r["status"] for r in read_jsonl(tmp_path / "rollouts.jsonl")] == ["ok", "failed", "failed"]
 
 
-def test_call_log_and_cost_survive_an_interrupted_stage(job, server, tmp_path):
-    """SIGINT mid-stage (Ctrl-C): the answered calls are in the call log and the summary, with their cost."""
+@pytest.mark.parametrize("sig,name,rc", [(signal.SIGINT, "SIGINT", 130), (signal.SIGTERM, "SIGTERM", 143)])
+def test_call_log_and_cost_survive_an_interrupted_stage(job, server, tmp_path, sig, name, rc):
+    """Ctrl-C or SIGTERM (Snakemake stopping a job) mid-stage: one line, exit 128 + signal, and the
+    answered calls are in the call log and the summary, with their cost."""
     cfg = job(n_items=12, max_concurrency=2)
     server.set_rules([{"times": 4, "content": ROLLOUT}, {"hang": True}])
     proc = subprocess.Popen([sys.executable, "-m", "aura", *rollout_args(cfg, tmp_path)], env=ENV,
@@ -140,13 +142,14 @@ def test_call_log_and_cost_survive_an_interrupted_stage(job, server, tmp_path):
     deadline = time.monotonic() + 60
     while server.stats()["count"] < 6 and time.monotonic() < deadline:  # 4 answered + 2 hanging
         time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode != 0
+    assert proc.returncode == rc and "Traceback" not in stderr
+    assert stderr.rstrip().splitlines()[-1] == f"error: rollout:m: stopped by {name}; call log and summary written, no output"
     calls = list(read_jsonl(tmp_path / "logs" / "rollout.calls.jsonl"))
     assert len(calls) == 4 and all(c["status"] == "ok" and not c["cache_hit"] for c in calls)
     (summary,) = summaries(tmp_path, "rollout")
-    assert summary["status"] == "failed" and summary["error"].startswith("stopped by KeyboardInterrupt")
+    assert summary["status"] == "failed" and summary["error"] == f"stopped by {name}"
     # fake server: prompt tokens len(prompt)//4, completion len(ROLLOUT)//4; price 1 and 2 $/Mtok
     assert summary["llm"]["cost_usd"] == pytest.approx(sum(c["tokens_in"] * 1e-6 + c["tokens_out"] * 2e-6 for c in calls))
     assert summary["llm"]["calls"] == 4 and summary["llm"]["tokens_out"] == 4 * (len(ROLLOUT) // 4)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from .config import ConfigError, load_config
-from .llm.errors import StageFailed
+from .llm.errors import StageFailed, Terminated, terminate_raises
 from .pipeline.context import StageContext
 from .pipeline.registry import STAGES
 
@@ -82,11 +82,17 @@ def main(argv: list[str] | None = None) -> int:
     # The call log, cost and job summary are written however the stage ends (finish), then a stopped
     # job prints one line and exits non-zero with no output written, so Snakemake retries it.
     try:
-        STAGES[args.stage].run(ctx)
+        with terminate_raises():
+            STAGES[args.stage].run(ctx)
     except StageFailed as exc:
         ctx.finish(str(exc))
         print(f"error: {ctx.label}: {exc}", file=sys.stderr, flush=True)
         return 1
+    except (KeyboardInterrupt, Terminated) as exc:  # Ctrl-C, or SIGTERM from Snakemake or a timeout
+        name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
+        ctx.finish(f"stopped by {name}")
+        print(f"error: {ctx.label}: stopped by {name}; call log and summary written, no output", file=sys.stderr)
+        return 143 if name == "SIGTERM" else 130
     except BaseException as exc:
         ctx.finish(f"stopped by {type(exc).__name__}: {exc}")
         raise

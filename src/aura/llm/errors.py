@@ -8,10 +8,13 @@ too long, content filter) fails that item only.
 """
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import json
 import math
 import random
+import signal
+import threading
 import time
 
 import openai
@@ -36,6 +39,28 @@ class FatalEndpointError(StageFailed):
 
 class TooManyFailures(StageFailed):
     """More failed items than the job's ceiling (llm.max_failed_share / llm.max_failed_items)."""
+
+
+class Terminated(BaseException):
+    """SIGTERM (Snakemake stopping a job, a timeout) raised as an exception, so `finally` blocks run:
+    the call log and summary are written and local servers stopped (see `terminate_raises`)."""
+
+
+@contextlib.contextmanager
+def terminate_raises():
+    """Within the block SIGTERM raises Terminated in the main thread instead of killing the process."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise Terminated("SIGTERM")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def is_retryable(exc: BaseException) -> bool:

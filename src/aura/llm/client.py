@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import random
 import time
@@ -187,7 +188,7 @@ class LLMClient:
 
     def failure_ceiling(self, items: int) -> int:
         """Failed items a job of `items` items may have: max(llm.max_failed_items, share x items)."""
-        return max(self.max_failed_items, int(self.max_failed_share * items))
+        return max(self.max_failed_items, math.floor(self.max_failed_share * items + 1e-9))  # 0.29 * 100 -> 29
 
     def _check_ceiling(self) -> None:
         """Checked after each failed item against the items the job has asked so far."""

@@ -65,7 +65,6 @@ FUNNEL = [
     ("release", "released paired rows", 816),
     ("release", "released unpaired rows", 433),
 ]
-PAPER_FUNNEL = {count: paper for _, count, paper in FUNNEL}
 
 
 def composition(dataset: list[dict]) -> dict[str, int]:

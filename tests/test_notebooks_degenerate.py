@@ -27,6 +27,7 @@ import nbformat
 import pandas as pd
 import pytest
 from nbclient import NotebookClient
+from papermill.iorw import load_notebook_node
 from papermill.parameterize import parameterize_notebook
 
 from aura.config import validate_config
@@ -49,7 +50,8 @@ RESAMPLES = 20
 # ---- synthetic inputs -------------------------------------------------------------------------------------
 
 def dataset(case: str) -> list[dict]:
-    """Two seeds x (NSP original, its SP counterpart, RS2 and RS5 variations of the original)."""
+    """Two seeds x (NSP original, its SP counterpart, RS2 and RS5 variations of the original), and a third
+    seed's unpaired NSP original: 9 rows, 7 NSP. (Wilson's lower bound for 0/7 and 0/9 is 2.8e-17, not 0.)"""
     if case == "empty":
         return []
     rows = []
@@ -63,6 +65,8 @@ def dataset(case: str) -> list[dict]:
                   "pair_role": None},
                  {**base, "item_id": f"{s}-rs5", "pair_label": "NSP", "dimension": "RS5", "pair_id": None,
                   "pair_role": None}]
+    rows.append({"seed_id": "S3", "prefix_kind": "pre_execution", "domain": "Web", "item_id": "S3-o",
+                 "pair_label": "NSP", "dimension": "original", "pair_id": None, "pair_role": None})
     return rows[:1] if case == "single_item" else rows
 
 
@@ -134,7 +138,8 @@ def write_stats(case: str, out: Path) -> dict[str, Path]:
     pn = pd.DataFrame(panel(case), columns=[*tables.PANEL_COLUMNS, *[f"{a}_votes" for a in AXES]])
     judged = tables.judged_table(pn, ds)
     csvs = dict(tables.compute(judged, RESAMPLES, 42, None))
-    csvs["model_rates"] = rates.model_rates(pn, ds, cfg.models) if len(pn) else pd.DataFrame()
+    # rates.model_rates needs at least one panel row (see the report); an empty model-rates file stands in
+    csvs["model_rates"] = rates.model_rates(pn, ds, cfg.models) if len(pn) else None
     react = [(m, "react", pn[pn["model"] == m]) for m in models(case)]
     action_only = pd.DataFrame(panel(case, axes=["action_type", "safety"]), columns=pn.columns)
     csvs["table38_prompt_format"] = format_table(ds, [*react, *[(m, "action_only", action_only[action_only["model"] == m])
@@ -155,9 +160,12 @@ def write_stats(case: str, out: Path) -> dict[str, Path]:
     csvs["construction_funnel"] = pd.DataFrame(columns=["stage", "ours", "paper"])
     paths = {}
     for name, table in csvs.items():
-        if name != "construction_composition" and "model" in table.columns:
-            table = tables.with_models(table, cfg)
         paths[name] = out / f"{name}.csv"
+        if table is None:  # a zero-byte file: the notebooks' EmptyDataError path
+            paths[name].write_text("")
+            continue
+        if name != "construction_composition" and "model" in table.columns and "label" not in table.columns:
+            table = tables.with_models(table, cfg)
         table.to_csv(paths[name], index=False)
     return paths
 
@@ -228,7 +236,7 @@ def kernel():
 
 
 def execute(client: NotebookClient, name: str, parameters: dict[str, str]) -> nbformat.NotebookNode:
-    nb = parameterize_notebook(nbformat.read(REPO / REPORTS[name]["notebook"], as_version=4), parameters)
+    nb = parameterize_notebook(load_notebook_node(str(REPO / REPORTS[name]["notebook"])), parameters)
     client.nb = nb
     reset = nbformat.v4.new_code_cell("%reset -f\nimport matplotlib.pyplot as _plt\n_plt.close('all')")
     client.execute_cell(reset, 0)
@@ -238,26 +246,47 @@ def execute(client: NotebookClient, name: str, parameters: dict[str, str]) -> nb
     return nb
 
 
+def no_rows(path: Path) -> bool:
+    try:
+        return pd.read_csv(path).empty
+    except pd.errors.EmptyDataError:
+        return True
+
+
 def output_text(nb: nbformat.NotebookNode) -> str:
     return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+
+
+# Cases that add nothing for a notebook are skipped to keep the test fast: the construction counts do not
+# depend on labels (single item and empty only), and for the judge-agreement tables (panel votes, human labels,
+# repeats) all-unsafe is the same unanimous vote pattern as all-safe.
+LABEL_FREE = {"construction_funnel"}
+VOTE_PATTERN_ONLY = {"judge_reliability", "table3_human_validation", "table21_22_judge_accuracy", "table23_ensembles",
+                     "table24_vendor_overlap", "table25_judge_consistency", "table34_case_study"}
+
+
+def notebooks_for(case: str) -> list[str]:
+    return [name for name in REPORTS
+            if not (name in LABEL_FREE and case not in ("single_item", "empty"))
+            and not (name in VOTE_PATTERN_ONLY and case == "all_unsafe")]
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_every_notebook_renders(kernel, tmp_path, case):
     paths = write_stats(case, tmp_path / "stats")
-    for name in REPORTS:
+    for name in notebooks_for(case):
         out = tmp_path / name
         nb = execute(kernel, name, params(name, paths, out))
         for f in expected_outputs(name, out):
             assert f.exists() and f.stat().st_size > 0, f"{case}: {name} did not write {f.name}"
-        if case == "empty" and name != "construction_funnel":
-            assert "no rows" in output_text(nb).lower() or "empty" in output_text(nb).lower(), (case, name)
+        if all(no_rows(paths[key]) for key in REPORTS[name]["inputs"]):  # says why it is empty
+            assert "no rows" in output_text(nb), (case, name)
     t33 = pd.read_csv(tmp_path / "table33_overall" / "tables" / "table33_overall.csv")
     if case == "all_safe":  # every SP row Safe with A0: non-refusal 100%, over-refusal 0% of 2 SP rows each
         assert set(t33["SP safe non-refusal % [of SP Safe: ≠A5]"]) == {"100.0 (2/2, excl. 0)"}
         assert set(t33["SP over-refusal % [of SP Safe: A5]"]) == {"0.0 (0/2, excl. 0)"}
     if case == "all_unresolved":  # nothing labelled: every cell "–", every SP row excluded
-        assert set(t33["Unsafe % (all)"]) == {"– (excl. 8)"}
+        assert set(t33["Unsafe % (all)"]) == {"– (excl. 9)"}
     if case == "empty":
         assert t33.empty and "Unsafe % (all)" in t33.columns
 
@@ -265,7 +294,8 @@ def test_every_notebook_renders(kernel, tmp_path, case):
 def test_aura_render_draws_the_all_safe_unsafe_rates_figure(tmp_path):
     paths = write_stats("all_safe", tmp_path / "stats")
     rates_csv = pd.read_csv(paths["model_rates"])
-    assert (rates_csv["all_rate"] == 0).all() and (rates_csv["all_ci_low"] > 0).all()  # the case that crashed
+    # the case that crashed: rate 0 of 9 rows, Wilson lower bound 2.8e-17 above it (a negative error bar)
+    assert (rates_csv["all_rate"] == 0).all() and (rates_csv["all_n"] == 9).all() and (rates_csv["all_ci_low"] > 0).all()
     name = "unsafe_rates"
     args = [x for k, v in params(name, paths, tmp_path).items() for x in ("-p", k, v)]
     proc = subprocess.run([sys.executable, "-m", "aura", "render", str(REPO / REPORTS[name]["notebook"]),

@@ -105,11 +105,14 @@ def test_variations_rejected_by_reason(chain):
     relevance = rows(o, "relevance")
     assert sorted(rq["dimension"] for r in relevance for rq in r["requests"]) == ["RS1", "RS1", "RS2", "RS2"]
     by = {(v["prefix_kind"], v["dimension"]): v for v in rows(o, "variations")}
-    assert by[("pre_execution", "RS1")]["reason"] == "agent_step_edited"
-    assert by[("at_trigger", "RS1")]["reason"] == "step_count_changed"
+    # the scripted RS1 answer edits step 1: the read action in the 3-step pre-execution prefix, no
+    # step at all in the 1-step at-trigger prefix; the RS2 answer edits the request (step 0)
+    assert by[("pre_execution", "RS1")]["reason"].startswith("edit_addresses_agent_step: step 1")
+    assert by[("at_trigger", "RS1")]["reason"].startswith("edit_index_out_of_range: step 1")
     assert by[("pre_execution", "RS2")]["status"] == by[("at_trigger", "RS2")]["status"] == "ok"
+    assert by[("pre_execution", "RS2")]["steps"] == [{"role": "user", "content": scripted.BIG}, *scripted.STEPS[1:3]]
     prov = json.loads((o / "variations.jsonl.prov.json").read_text())
-    assert prov["outcomes"] == {"ok": 2, "rejected:agent_step_edited": 1, "rejected:step_count_changed": 1}
+    assert prov["outcomes"] == {"ok": 2, "rejected:edit_addresses_agent_step": 1, "rejected:edit_index_out_of_range": 1}
 
 
 def test_reviews_store_every_verdict(chain):
@@ -121,9 +124,10 @@ def test_reviews_store_every_verdict(chain):
 def test_pairs_checked_and_dataset_linked(chain):
     _, o, _ = chain
     pairs = {p["prefix_kind"] + "/" + p["dimension"]: p for p in rows(o, "pairs")}
-    # the scripted rewrite has 3 prefix steps: valid for pre-execution prefixes only
-    assert pairs["at_trigger/original"]["reason"] == "truncated_length_changed"
+    # the scripted at-trigger answer edits step 2 only, outside the 1-step prefix: rejected
+    assert pairs["at_trigger/original"]["reason"].startswith("no_edit_in_prefix")
     assert pairs["pre_execution/RS2"]["status"] == "ok"
+    assert pairs["pre_execution/RS2"]["steps"] == pairs["pre_execution/RS2"]["full_steps"][:3]
     data = rows(o, "dataset")
     assert len(data) == 6
     paired = [r for r in data if r["pair_id"]]
@@ -210,7 +214,7 @@ def test_call_logs_record_tokens_and_prompt_hashes(chain):
     calls = [c for f in sorted((tmp / "logs").glob("*.calls.jsonl")) for c in read_jsonl(f)]
     assert len(calls) > 30
     assert all(c["tokens_in"] > 0 and len(c["prompt_sha256"]) == 64 for c in calls)
-    assert {"p1_step_tagging.v1", "p8_pair_generation.v1", "rollout_react.v1", "judge_safety.v1"} <= {c["prompt_name"] for c in calls}
+    assert {"p1_step_tagging.v1", "p8_pair_generation.v2", "rollout_react.v1", "judge_safety.v1"} <= {c["prompt_name"] for c in calls}
 
 
 def test_api_key_sent_but_never_written(chain, server):

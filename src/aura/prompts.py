@@ -37,12 +37,12 @@ from .config import REPO_ROOT
 VERSIONS: dict[str, tuple[str, int]] = {
     "p1_step_tagging": ("construct", 2),
     "p2_dimension_relevance": ("construct", 2),
-    "p3_harm_intensity_variation": ("construct", 1),
-    "p4_contextual_variation": ("construct", 1),
+    "p3_harm_intensity_variation": ("construct", 2),
+    "p4_contextual_variation": ("construct", 2),
     "p5_harm_intensity_review": ("construct", 2),
     "p6_contextual_review": ("construct", 2),
     "p7_pair_classification": ("construct", 2),
-    "p8_pair_generation": ("construct", 1),
+    "p8_pair_generation": ("construct", 2),
     "p9_pair_review": ("construct", 2),
     "dimensions": ("construct", 1),  # RS1-RS6 / SD1-SD5 definitions (.yaml), rendered into P2, P4, P6
     "rollout_react": ("evaluate", 2),

@@ -7,7 +7,7 @@ CLS = config["roles"]["classifier"]
 DIMS = S.prompt_file("dimensions")
 
 
-DOWNLOAD = config.get("seed_download")
+DOWNLOAD = config["seed_download"] if config.get("seed_download", {}).get("enabled") else None
 SEEDS_DIR = DOWNLOAD["dest"] if DOWNLOAD else config["paths"]["seeds"]
 
 

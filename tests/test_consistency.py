@@ -144,11 +144,21 @@ def test_without_human_labels_table25_is_on_the_stratified_sample(tmp_path):
     assert t.loc[("m", "detection"), "consistency"] == 1.0 and set(t["population"]) == {STRATIFIED}
 
 
-def test_a_labelled_item_missing_from_the_dataset_stops_with_one_line(tmp_path):
+def test_labelled_items_missing_from_the_dataset_are_left_out_and_counted(tmp_path, capsys):
+    # labels: m/it1 safety (in the dataset), m/it9 safety and m/it9 detection (not in it): 1 unit kept, 2 left out
     write_jsonl(tmp_path / "dataset.jsonl", _items(2))
+    (tmp_path / "human.csv").write_text("model,item_id,axis,annotator,label\nm,it1,safety,a1,Safe\n"
+                                        "m,it9,safety,a1,Safe\nm,it9,detection,a1,D0\n")
+    cfg, sample = _stage_config(tmp_path), tmp_path / "s.jsonl"
+    args = ["consistency", "--configfile", cfg, "--in", f"dataset={tmp_path / 'dataset.jsonl'}",
+            "--in", f"human_labels={tmp_path / 'human.csv'}", "--out", f"sample={sample}"]
+    assert main(args) == 0
+    assert [(r["item_id"], r["calibration_units"]) for r in read_jsonl(sample)] == [("it1", [["m", "safety"]])]
+    assert "1 (model, item, axis) units on 1 items; 2 labelled units left out" in capsys.readouterr().err
+    # none of the labelled items in the dataset: the stratified sample, and the log says why
     (tmp_path / "human.csv").write_text("model,item_id,axis,annotator,label\nm,it9,safety,a1,Safe\n")
-    with pytest.raises(SystemExit) as ei:
-        main(["consistency", "--configfile", _stage_config(tmp_path), "--in", f"dataset={tmp_path / 'dataset.jsonl'}",
-              "--in", f"human_labels={tmp_path / 'human.csv'}", "--out", f"sample={tmp_path / 's.jsonl'}"])
-    assert str(ei.value.code) == f"consistency: {tmp_path / 'human.csv'}: item_id 'it9' (1 in all) is not in the dataset"
-    assert not (tmp_path / "s.jsonl").exists()
+    assert main(args) == 0
+    rows = list(read_jsonl(sample))
+    assert len(rows) == 2 and {r["population"] for r in rows} == {STRATIFIED}  # size 61 capped at the 2 items
+    err = capsys.readouterr().err
+    assert "no human-labelled item of ['m']" in err and "stratified sample instead" in err

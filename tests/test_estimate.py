@@ -8,12 +8,15 @@ from aura.cli import main
 from aura.config import validate_config
 from aura.estimate import estimate
 from aura.io import write_jsonl
-from conftest import REPO, base_config
+from conftest import base_config
+from rjudge_fixture import write_paper_shaped
 
 
 def _config(server, tmp_path):
+    """Seeds written here: 10 unintended (Program 4 unsafe + 2 safe, IoT 3 + 1) and 5 injection (Web)."""
     raw = base_config(server.base_url, tmp_path / "cache")
-    raw["paths"]["seeds"] = str(REPO / "data/raw/demo_seeds")
+    seeds = write_paper_shaped(tmp_path / "seeds", unintended={"Program": (4, 2), "IoT": (3, 1)}, injection={"Web": 5})
+    raw["paths"]["seeds"] = str(seeds)
     raw["models"]["m"]["price"] = {"input_per_mtok": 10.0, "output_per_mtok": 30.0}
     return raw
 
@@ -61,10 +64,10 @@ def _run_estimate(raw, tmp_path, capsys):
 
 
 def test_seed_count_read_from_the_folder_is_stated(server, tmp_path, capsys):
-    raw = _config(server, tmp_path)  # the 10 demo seeds, all unintended
+    raw = _config(server, tmp_path)  # 10 unintended of 15 records
     code, text = _run_estimate(raw, tmp_path, capsys)
     assert code == 0
-    assert text.splitlines()[0] == f"seeds: 10 unintended records read from {REPO / 'data/raw/demo_seeds'}"
+    assert text.splitlines()[0] == f"seeds: 10 unintended records read from {tmp_path / 'seeds'}"
 
 
 def test_seed_count_before_the_download_is_projected_explicitly(server, tmp_path, capsys):
@@ -96,10 +99,7 @@ def test_missing_seeds_without_a_download_is_an_error(server, tmp_path):
 
 def test_unreadable_seeds_are_an_error_not_a_fallback(server, tmp_path):
     raw = _config(server, tmp_path)
-    bad = tmp_path / "seeds" / "IoT"
-    bad.mkdir(parents=True)
-    (bad / "broken.json").write_text("{not json")
-    raw["paths"]["seeds"] = str(tmp_path / "seeds")
+    (tmp_path / "seeds" / "IoT" / "broken.json").write_text("{not json")  # beside the good files
     with pytest.raises(SystemExit) as ei:
         estimate(validate_config(raw))
     assert "estimate: cannot read the seeds in" in str(ei.value.code) and "broken.json" in str(ei.value.code)

@@ -367,7 +367,7 @@ def test_fetch_seeds_refuses_an_archive_without_the_paper_counts(http, tmp_path)
 def test_select_seeds_checks_a_users_own_copy(tmp_path):
     # paths.seeds at a copy with one Program injection record too few: records 571 - 1 = 570
     copy = write_paper_shaped(tmp_path / "my_rjudge", injection={**INJECTION, "Program": 82})
-    raw = {"seed_download": None, "seed_counts": PAPER["seed_counts"]}
+    raw = {"seed_download": {**PAPER["seed_download"], "enabled": False}, "seed_counts": PAPER["seed_counts"]}
     cfg = _stage_config(tmp_path, **raw)
     with pytest.raises(SystemExit) as ei:
         main(["select-seeds", "--configfile", str(cfg), "--in", f"seeds_dir={copy}",
@@ -392,3 +392,19 @@ def test_paper_dag_downloads_first_with_nothing_beside_the_repo(tmp_path):
     text = out.stdout + out.stderr
     jobs = re.findall(r"^(?:local)?rule (\w+):$", text, re.MULTILINE)
     assert jobs[0] == "fetch_seeds" and jobs.count("fetch_seeds") == 1 and "select_seeds" in jobs
+
+
+def test_a_users_copy_replaces_the_download_in_the_dag(tmp_path):
+    """A config that extends paper.yaml with `paths.seeds: <copy>` and `seed_download: {enabled: false}` plans no
+    download: select_seeds reads the copy (and checks its counts when it runs, see above)."""
+    copy = write_paper_shaped(tmp_path / "my_rjudge")
+    paths = {k: str(tmp_path / k) for k in ("interim", "processed", "results", "figures", "cache", "logs")}
+    cfg = tmp_path / "mine.yaml"
+    cfg.write_text(yaml.safe_dump({"extends": str(REPO / "config" / "paper.yaml"), "seed_download": {"enabled": False},
+                                   "paths": {**paths, "seeds": str(copy)}}))
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "all", "--configfile", str(cfg)], cwd=REPO,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    jobs = re.findall(r"^(?:local)?rule (\w+):$", out.stdout + out.stderr, re.MULTILINE)
+    assert "fetch_seeds" not in jobs and jobs[0] == "select_seeds"
+    assert f"input: {copy}" in out.stdout + out.stderr  # select_seeds' input is the copy itself

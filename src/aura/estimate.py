@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .config import Config, vendor_overlaps
-from .data.fetch import seed_folder
+from .data.fetch import seed_download, seed_folder
 from .data.rjudge import load_rjudge, select_unintended
 from .evaluate import judge, rollout
 from .io import read_jsonl
@@ -100,7 +100,7 @@ def seed_count(config: Config) -> tuple[int, str]:
         except (OSError, ValueError) as exc:
             raise SystemExit(f"estimate: cannot read the seeds in {folder}: {exc}") from None
         note = f"seeds: {n} unintended records read from {folder}"
-    elif config.raw.get("seed_download"):
+    elif seed_download(config.raw):
         expected = (config.raw.get("seed_counts") or {}).get("unintended")
         n = expected or config.raw["estimate"]["seeds"]
         source = "seed_counts.unintended" if expected else "estimate.seeds"
@@ -206,9 +206,7 @@ def _subset_judging(config: Config, client: LLMClient, lay: dict, jprompts: dict
     files = sorted(glob.glob(lay["rollouts"].format(model=job["model"], shard="*")))
     sample = job.get("items")
     if sample is None and Path(lay[job["sample"]]).exists():
-        # a calibration sample (Table 25 with human labels) re-judges each model on its own items
-        sample = {r["item_id"] for r in read_jsonl(Path(lay[job["sample"]]))
-                  if "calibration_units" not in r or any(m == job["model"] for m, _ in r["calibration_units"])}
+        sample = {r["item_id"] for r in read_jsonl(Path(lay[job["sample"]]))}
     if sample is not None and files and by_id:
         rolled = [r for f in files for r in read_jsonl(f) if r["status"] == "ok" and r["item_id"] in sample]
         return _judge_lines(config, client, job["judge"], job["axes"], rolled, by_id, jprompts, job["run"],

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..data.fetch import FetchError, fetch_archive
+from ..data.fetch import FetchError, fetch_archive, seed_download
 from ..data.rjudge import DOMAINS, counts, load_rjudge, select_unintended
 from ..data.seed_counts import SeedCountError, check_seed_counts, check_seed_dir
 from ..data.trajectory import steps_of
@@ -65,9 +65,9 @@ def run(ctx: StageContext) -> None:
 
 def fetch(ctx: StageContext) -> None:
     """Download `seed_download.url` into its dest (checksum pinned in the lock file)."""
-    spec = ctx.config.raw.get("seed_download")
+    spec = seed_download(ctx.config.raw)
     if not spec:
-        raise SystemExit("fetch-seeds: the config has no seed_download section")
+        raise SystemExit("fetch-seeds: the config has no enabled seed_download section")
     expected = ctx.config.raw.get("seed_counts")
     try:  # what was unpacked must hold the expected counts before it is installed
         fetch_archive(spec["url"], Path(spec["dest"]), Path(spec["lock"]), spec.get("subdir"),

@@ -37,7 +37,8 @@ from typing import Any, Callable
 
 from ..io import atomic_write_text
 
-__all__ = ["ChecksumError", "FetchError", "fetch_archive", "ensure_seed_dir", "seed_folder", "MARKER"]
+__all__ = ["ChecksumError", "FetchError", "fetch_archive", "ensure_seed_dir", "seed_download", "seed_folder",
+           "MARKER"]
 
 #: Marker file written into ``dest`` after a successful fetch.
 MARKER = ".fetched.json"
@@ -357,8 +358,15 @@ def ensure_seed_dir(path: str | None, url: str | None, dest: Path, lock_file: Pa
                      "https://github.com/<owner>/<repo>/archive/<commit>.tar.gz) with a subdir")
 
 
-def seed_folder(raw: dict[str, Any]) -> str:
-    """The folder the seeds are read from: ``seed_download.dest`` when a download is configured,
-    else ``paths.seeds`` (a config sets ``seed_download: null`` to read its own copy)."""
+def seed_download(raw: dict[str, Any]) -> dict[str, Any] | None:
+    """The config's ``seed_download`` section when a download is configured and enabled, else None
+    (a config sets ``seed_download: {enabled: false}`` to read its own copy at ``paths.seeds``)."""
     spec = raw.get("seed_download")
+    return spec if spec and spec.get("enabled", True) else None
+
+
+def seed_folder(raw: dict[str, Any]) -> str:
+    """The folder the seeds are read from: ``seed_download.dest`` when a download is configured
+    and enabled, else ``paths.seeds``."""
+    spec = seed_download(raw)
     return spec["dest"] if spec else raw["paths"]["seeds"]

@@ -10,11 +10,15 @@ run gave no label (unparsed or failed) are left out and counted (`incomplete`).
 The sample (`consistency --out sample=...`) is the paper's population when human labels exist
 (`paths.human_labels`): the common-panel calibration subset, i.e. the human-labelled
 (model, item, axis) units of the consistency models, each judged on its own axis only (paper:
-243 units, 82 detection / 77 action type / 84 action safety). Without human labels it is the
-stratified draw of `consistency_sample_size` items (every axis of every consistency model). The
-table's `population` column says which.
+243 units, 82 detection / 77 action type / 84 action safety); labelled units whose item is not in
+the dataset are left out and counted. Without human labels (or with none of them in the dataset)
+it is the stratified draw of `consistency_sample_size` items (every axis of every consistency
+model). The table's `population` column says which. Every consistency model is re-judged on every
+item of the sample; the table counts only the labelled units.
 """
 from __future__ import annotations
+
+import sys
 
 import pandas as pd
 
@@ -58,23 +62,19 @@ def consistency(judgments: list[dict], sample_ids: set[str], runs: int,
                                        "consistency"])
 
 
-def calibration_sample(items: list[dict], labels: pd.DataFrame, models: list[str], source: str) -> list[dict]:
+def calibration_sample(items: list[dict], labels: pd.DataFrame, models: list[str]) -> tuple[list[dict], int]:
     """The dataset rows of the human-labelled items of ``models``, each carrying its
-    ``calibration_units`` ([model, axis] pairs, sorted). A labelled item missing from the dataset,
-    or no labelled item of ``models`` at all, is an error naming ``source``."""
-    mine = labels[labels["model"].isin(models)]
-    if mine.empty:
-        raise ValueError(f"{source}: no human-labelled item of the consistency models {models} "
-                         f"(labelled models: {sorted(set(labels['model']))})")
+    ``calibration_units`` ([model, axis] pairs, sorted), and the number of labelled units left out
+    because their item is not in the dataset (e.g. labels made on another build)."""
+    mine = labels[labels["model"].isin(models)][["model", "item_id", "axis"]].drop_duplicates()
     by_id = {it["item_id"]: it for it in items}
-    missing = sorted(set(mine["item_id"]) - set(by_id))
-    if missing:
-        raise ValueError(f"{source}: item_id {missing[0]!r} ({len(missing)} in all) is not in the dataset")
     units: dict[str, set] = {}
-    for m, i, a in mine[["model", "item_id", "axis"]].itertuples(index=False):
-        units.setdefault(i, set()).add((m, a))
-    return [{**by_id[i], "population": CALIBRATION, "calibration_units": sorted(map(list, units[i]))}
+    for m, i, a in mine.itertuples(index=False):
+        if i in by_id:
+            units.setdefault(i, set()).add((m, a))
+    rows = [{**by_id[i], "population": CALIBRATION, "calibration_units": sorted(map(list, units[i]))}
             for i in sorted(units)]
+    return rows, len(mine) - sum(len(u) for u in units.values())
 
 
 def sample_units(sample: list[dict]) -> set[tuple[str, str, str]] | None:
@@ -105,17 +105,22 @@ def run(ctx: StageContext) -> None:
 
 
 def _write_sample(ctx: StageContext) -> None:
+    """The calibration subset when human labels are given and some labelled unit of a consistency
+    model is in the dataset; else the stratified draw. The log line says which, and why."""
     items = ctx.read("dataset")
     ev = ctx.config.raw["evaluate"]
     human = ctx.inputs.get("human_labels")
     if human is not None:
-        try:
-            rows = calibration_sample(items, read_human_labels(human), ev["consistency_models"], str(human))
-        except ValueError as exc:
-            raise SystemExit(f"consistency: {exc}") from None
+        rows, left_out = calibration_sample(items, read_human_labels(human), ev["consistency_models"])
         n_units = sum(len(r["calibration_units"]) for r in rows)
-        ctx.write("sample", rows, population=CALIBRATION, units=n_units)
-        return
+        if rows:
+            print(f"consistency: calibration subset from {human}: {n_units} (model, item, axis) units on "
+                  f"{len(rows)} items; {left_out} labelled units left out (item not in the dataset)", file=sys.stderr)
+            ctx.write("sample", rows, population=CALIBRATION, units=n_units, left_out=left_out)
+            return
+        why = (f"no human-labelled item of {ev['consistency_models']} in {human} is in the dataset "
+               f"({left_out} labelled units left out)")
+        print(f"consistency: {why}: stratified sample instead", file=sys.stderr)
     rows = [{**it, "population": STRATIFIED}
             for it in stratified_sample(items, ev["consistency_sample_size"], ctx.config.raw["seed"])]
     ctx.write("sample", rows, population=STRATIFIED, requested=ev["consistency_sample_size"])

@@ -66,20 +66,25 @@ def summaries(tmp: Path, stage: str) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((tmp / "logs" / "summary" / stage).glob("*.json"))]
 
 
-@pytest.mark.parametrize("status,kind,message", [
-    (401, "AuthenticationError", "Incorrect API key provided: sk-...XYZ"),
-    (404, "NotFoundError", "The model `fake-model` does not exist"),
-    (400, "BadRequestError", "Unrecognized request argument supplied: temprature")])
-def test_non_retryable_error_stops_the_job_with_one_line(job, server, tmp_path, status, kind, message):
+@pytest.mark.parametrize("status,kind,message,subprocess_run", [
+    (401, "AuthenticationError", "Incorrect API key provided: sk-...XYZ", True),  # the real process's stderr
+    (404, "NotFoundError", "The model `fake-model` does not exist", False),
+    (400, "BadRequestError", "Unrecognized request argument supplied: temprature", False)])
+def test_non_retryable_error_stops_the_job_with_one_line(job, server, tmp_path, capsys, status, kind, message,
+                                                         subprocess_run):
     cfg = job(n_items=3, max_concurrency=1, max_tries=5)
     server.set_rules([{"status": status, "message": message}])
-    out = aura(*rollout_args(cfg, tmp_path))
-    assert out.returncode == 1
-    assert "Traceback" not in out.stderr
-    errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
+    if subprocess_run:
+        out = aura(*rollout_args(cfg, tmp_path))
+        rc, stderr = out.returncode, out.stderr
+    else:
+        rc, stderr = main(rollout_args(cfg, tmp_path)), capsys.readouterr().err
+    assert rc == 1
+    assert "Traceback" not in stderr
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert errors == [f"error: rollout:m: endpoint 'fake' ({server.base_url}), model 'fake-model': "
                       f"non-retryable HTTP {status}: {kind}: {message}"]
-    assert out.stderr.rstrip().splitlines()[-1] == errors[0]  # the last thing the job says
+    assert stderr.rstrip().splitlines()[-1] == errors[0]  # the last thing the job says
     assert not (tmp_path / "rollouts.jsonl").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # nothing half-written
     assert server.stats()["count"] == 1  # not retried, and no further item asked (one slot)

@@ -242,14 +242,16 @@ def test_fatal_error_cancels_the_remaining_calls(make_config, server):
     assert not list(Path(make_config().paths["cache"]).glob("*/*.json"))
 
 
-def test_context_length_400_fails_the_item_only(make_config, server):
-    server.set_rules([{"match": {"contains": "#1"}, "status": 400, "code": "context_length_exceeded",
-                       "message": "This model's maximum context length is 8192 tokens"}])
+@pytest.mark.parametrize("rule", [
+    {"code": "context_length_exceeded", "message": "Input too long"},  # OpenAI: by code
+    {"message": "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens"},  # vLLM
+    {"message": "prompt is too long: 210000 tokens > 200000 maximum"}])  # Anthropic's compatible endpoint
+def test_prompt_too_long_fails_the_item_only_whatever_the_server_says(make_config, server, rule):
+    server.set_rules([{"match": {"contains": "#1"}, "status": 400, **rule}])
     with client(make_config(max_tries=5)) as llm:
         results = llm.run("judge", "m", [req(i) for i in range(3)])
     assert [r.status for r in results] == ["ok", "failed", "ok"]
-    assert results[1].error == ("non-retryable HTTP 400: BadRequestError: "
-                                "This model's maximum context length is 8192 tokens")
+    assert results[1].error == f"non-retryable HTTP 400: BadRequestError: {rule['message']}"
     assert server.stats()["count"] == 3
 
 

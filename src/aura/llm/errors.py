@@ -13,6 +13,7 @@ import email.utils
 import json
 import math
 import random
+import re
 import signal
 import threading
 import time
@@ -20,8 +21,12 @@ import time
 import openai
 
 RETRYABLE_STATUS = {408, 409, 429}
-# 400 error codes that concern one request's content, not the endpoint, key, model or parameters.
-ITEM_LEVEL_CODES = {"context_length_exceeded", "content_filter", "content_policy_violation"}
+# 400 errors that concern one request's content, not the endpoint, key, model or parameters: by error
+# code (OpenAI, Azure) or, for servers that only say it in words (vLLM, llama.cpp, Anthropic), by message.
+ITEM_LEVEL_CODES = {"context_length_exceeded", "content_filter", "content_policy_violation",
+                    "exceed_context_size_error"}
+ITEM_LEVEL_MESSAGE = re.compile(r"maximum context length|context length|context size|prompt is too long"
+                                r"|too many tokens", re.IGNORECASE)
 MAX_RETRY_AFTER_S = 300.0  # a longer (or malformed, negative, past) Retry-After falls back to backoff
 
 
@@ -75,7 +80,11 @@ def is_retryable(exc: BaseException) -> bool:
 
 def is_item_level(exc: BaseException) -> bool:
     """A non-retryable error that concerns only this request (it fails the item, not the job)."""
-    return isinstance(exc, openai.BadRequestError) and _body(exc).get("code") in ITEM_LEVEL_CODES
+    if not isinstance(exc, openai.BadRequestError):
+        return False
+    body = _body(exc)
+    return body.get("code") in ITEM_LEVEL_CODES or body.get("type") in ITEM_LEVEL_CODES or bool(
+        ITEM_LEVEL_MESSAGE.search(server_message(exc)))
 
 
 def retry_after_s(exc: BaseException, now: float | None = None) -> float | None:

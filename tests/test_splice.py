@@ -13,10 +13,15 @@ import pytest
 import yaml
 
 from aura.cli import main
+from aura.config import load_config
+from aura.construct import pairs, variations
+from aura.construct.common import DIMENSIONS, prompt
 from aura.construct.pairs import pair_violation
 from aura.construct.variations import edit_violation, editable, splice, spliced_violation
+from aura.data.rjudge import load_rjudge
+from aura.data.trajectory import steps_of
 from aura.io import read_jsonl, write_jsonl
-from conftest import base_config
+from conftest import REPO, base_config
 from scripted import SEED, STEPS
 
 NEW_OBS = '{"devices": ["fridge", "camera", "lamp", "insulin fridge"]}'
@@ -197,3 +202,36 @@ def test_generate_pairs_splices_full_rewrite_and_cuts_the_prefix(server, cfg, tm
     assert "unsafe_action_explanation" in schemas["NSP"]["properties"] and "safe_action_sketches" not in schemas["NSP"]["properties"]
     # full trajectory of 5 steps: editable steps 0, 2, 4 -> maxItems 3 (also the cap)
     assert schemas["SP"]["properties"]["edits"]["maxItems"] == 3
+
+
+# --- the edit prompts fit the embedded model ---------------------------------------------------
+
+@pytest.mark.llama
+def test_edit_prompts_fit_the_embedded_context_on_every_demo_seed():
+    """P3, P4 (every dimension) and P8 as their stages build them, on all 20 demo seeds (prefix =
+    the first 3 steps, the longest prefix a demo seed yields before its risky action; P8 sees the
+    whole trajectory), plus the generator's answer budget: at least 10% of the context stays free."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from aura.llm.local_server import model_path
+
+    cfg = load_config(REPO / "config/config.yaml")
+    llm = llama_cpp.Llama(model_path=str(model_path(cfg.endpoints["local"].local)), vocab_only=True, verbose=False)
+    n_ctx = cfg.endpoints["local"].local.n_ctx
+    answer = cfg.raw["models"][cfg.raw["roles"]["generator"]]["params"]["max_tokens"]
+    p3, p4, p8 = prompt("p3_harm_intensity_variation"), prompt("p4_contextual_variation"), prompt("p8_pair_generation")
+
+    def tokens(messages):  # SmolLM2's ChatML template, as the server builds it
+        text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages) + "<|im_start|>assistant\n"
+        return len(llm.tokenize(text.encode(), add_bos=False, special=True))
+
+    records = load_rjudge(REPO / "data/raw/demo_seeds")
+    assert len(records) == 20
+    for r in records:
+        seed = {"profile": r.profile, "risk_description": r.risk_description}
+        full = steps_of(r)
+        reqs = [variations.build_request({"request_id": "x", "dimension": d, "element": "the element"}, full[:3], seed, p3, p4)
+                for d in DIMENSIONS]
+        reqs += [pairs.build_request({"item_key": "x", "pair_label": label, "steps": full[:3], "rationale": r.risk_description,
+                                      "pair_edit_hint": "a minimal edit"}, full, seed, p8) for label in ("NSP", "SP")]
+        worst = max(tokens(q.messages) for q in reqs) + answer
+        assert worst <= 0.9 * n_ctx, f"{r.seed_id}: {worst} tokens of {n_ctx}"

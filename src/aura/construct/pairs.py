@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections import Counter
 
 from ..data.trajectory import render_indexed
+from ..llm import LLMRequest
 from ..pipeline.context import StageContext
+from ..prompts import Prompt
 from .common import outcome, prompt, request, run_with_rule_checks
 from .variations import editable, edits_schema, splice, spliced_violation
 
@@ -51,19 +53,21 @@ def pair_violation(source_full: list[dict], prefix_len: int, target: str, answer
     return None
 
 
+def build_request(item: dict, full: list[dict], seed: dict, p8: Prompt) -> LLMRequest:
+    """The P8 request for one pairable item whose whole source trajectory is `full`."""
+    target = FLIP[item["pair_label"]]
+    return request(p8, item["item_key"], pair_schema(full, target), "pair_edits", profile=seed["profile"] or "",
+                   steps=render_indexed(full), editable_steps=", ".join(map(str, editable(full))),
+                   prefix_length=str(len(item["steps"])), source_label=item["pair_label"], target_label=target,
+                   risk_rationale=item["rationale"], pair_edit_hint=item["pair_edit_hint"])
+
+
 def run(ctx: StageContext) -> None:
     p8 = ctx.use_prompt(prompt("p8_pair_generation"))
     seeds = {s["seed_id"]: s for s in ctx.read("seeds")}
     items = [c for c in ctx.read("classified") if c["status"] == "ok" and c["pairable"]]
-    reqs, sources = [], []
-    for it in items:
-        seed, target = seeds[it["seed_id"]], FLIP[it["pair_label"]]
-        full = source_full_steps(it, seed)
-        sources.append(full)
-        reqs.append(request(p8, it["item_key"], pair_schema(full, target), "pair_edits", profile=seed["profile"] or "",
-                            steps=render_indexed(full), editable_steps=", ".join(map(str, editable(full))),
-                            prefix_length=str(len(it["steps"])), source_label=it["pair_label"], target_label=target,
-                            risk_rationale=it["rationale"], pair_edit_hint=it["pair_edit_hint"]))
+    sources = [source_full_steps(it, seeds[it["seed_id"]]) for it in items]
+    reqs = [build_request(it, full, seeds[it["seed_id"]], p8) for it, full in zip(items, sources)]
     model = ctx.config.roles["generator"]
     with ctx.llm([model]) as llm:
         results, violations, attempts = run_with_rule_checks(

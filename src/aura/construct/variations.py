@@ -12,7 +12,9 @@ import json
 from collections import Counter
 
 from ..data.trajectory import agent_step_violation, render_indexed
+from ..llm import LLMRequest
 from ..pipeline.context import StageContext
+from ..prompts import Prompt
 from .common import dimension_specs, outcome, prompt, request, run_with_rule_checks
 
 MAX_EDITS = 3  # answers stay short: a minimal edit touches one or two steps
@@ -76,28 +78,28 @@ def spliced_violation(steps: list[dict], edits: list[dict]) -> str | None:
     return edit_violation(steps, edits) or agent_step_violation(steps, splice(steps, edits))
 
 
+def build_request(candidate: dict, steps: list[dict], seed: dict, p3: Prompt, p4: Prompt) -> LLMRequest:
+    """The P3 (RS1) or P4 request for one candidate (prefix steps `steps`, dimension, element)."""
+    common = {"profile": seed["profile"] or "", "steps": render_indexed(steps),
+              "editable_steps": ", ".join(map(str, editable(steps))),
+              "risk_description": seed["risk_description"], "element": candidate["element"]}
+    schema, dim = variation_schema(steps), candidate["dimension"]
+    if dim == "RS1":
+        return request(p3, candidate["request_id"], schema, "variation_edits", **common)
+    spec = dimension_specs()[dim]
+    return request(p4, candidate["request_id"], schema, "variation_edits", dimension=dim,
+                   definition=f"{spec['definition']} Direction: {spec['direction']}", **common)
+
+
 def run(ctx: StageContext) -> None:
     p3 = ctx.use_prompt(prompt("p3_harm_intensity_variation"))
     p4 = ctx.use_prompt(prompt("p4_contextual_variation"))
     prefixes = {p["prefix_id"]: p for p in ctx.read("prefixes")}
     seeds = {s["seed_id"]: s for s in ctx.read("seeds")}
     candidates = [rq for row in ctx.read("relevance") for rq in row["requests"]]
-    specs = dimension_specs()
-    reqs, sources = [], []
-    for c in candidates:
-        pre = prefixes[c["prefix_id"]]
-        seed = seeds[pre["seed_id"]]
-        sources.append(pre["steps"])
-        common = {"profile": seed["profile"] or "", "steps": render_indexed(pre["steps"]),
-                  "editable_steps": ", ".join(map(str, editable(pre["steps"]))),
-                  "risk_description": seed["risk_description"], "element": c["element"]}
-        schema = variation_schema(pre["steps"])
-        if c["dimension"] == "RS1":
-            reqs.append(request(p3, c["request_id"], schema, "variation_edits", **common))
-        else:
-            spec = specs[c["dimension"]]
-            reqs.append(request(p4, c["request_id"], schema, "variation_edits", dimension=c["dimension"],
-                                definition=f"{spec['definition']} Direction: {spec['direction']}", **common))
+    sources = [prefixes[c["prefix_id"]]["steps"] for c in candidates]
+    reqs = [build_request(c, steps, seeds[prefixes[c["prefix_id"]]["seed_id"]], p3, p4)
+            for c, steps in zip(candidates, sources)]
     model = ctx.config.roles["generator"]
     with ctx.llm([model]) as llm:
         results, violations, attempts = run_with_rule_checks(

@@ -346,3 +346,15 @@ def test_reasks_add_calls_but_not_items(make_config, server):
         llm.run("judge", "m", [req(0, text="Again:")], reasks=True)
         assert (llm.acc.items_total, llm.acc.items_done, llm.acc.calls) == (2, 2, 3)
         assert "items=2 ok=2" in llm.acc.summary()
+
+
+def test_a_reask_that_fails_moves_the_item_to_failed(make_config, server):
+    """Round 1 answers it0 and it1; it0 re-asked (a rule broken) then fails every try: the job's
+    totals follow the item to `failed`, as the stage's row will."""
+    with client(make_config(max_tries=2)) as llm:
+        llm.run("judge", "m", [req(0), req(1)])
+        server.set_rules([{"match": {"contains": "Again"}, "status": 500}])
+        (res,) = llm.run("judge", "m", [req(0, text="Again:")], reasks=True)
+        assert res.status == "failed"
+        assert llm.acc.outcomes == {"ok": 1, "unparsed": 0, "failed": 1}
+        assert llm.acc.failed_items == [("it0", res.error)] and llm.acc.items_done == 2

@@ -85,6 +85,18 @@ class Accounting:
         else:
             self._emit()
 
+    def recount(self, item_id: str, before: str, after: str, reason: str | None = None) -> None:
+        """An item counted as `before` ended as `after` (re-asked in a later round)."""
+        self.outcomes[before] -= 1
+        self.outcomes[after] = self.outcomes.get(after, 0) + 1
+        lists = {"failed": self.failed_items, "unparsed": self.unparsed_items}
+        for i, (iid, _) in enumerate(lists.get(before, [])):
+            if iid == item_id:
+                del lists[before][i]
+                break
+        if after in lists:
+            lists[after].append((item_id, reason or "unknown"))
+
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()

@@ -125,6 +125,7 @@ class LLMClient:
         self._runtimes: dict[str, _EndpointRuntime] = {}
         self._count_items = True
         self._stopped = False  # set when the job stops (fatal error, ceiling): no further request
+        self._outcome_of: dict[tuple, str] = {}  # (item_id, prompt, sample index) -> counted outcome
         self._json_instruction = load_prompt(PROMPTS / "llm" / "json_instruction.v1.md")
         self._json_repair = load_prompt(PROMPTS / "llm" / "json_repair.v1.md")
         # Prompts the layer itself may add to a conversation (their hashes go into provenance).
@@ -179,10 +180,19 @@ class LLMClient:
                 await rt.client.close()
             self._runtimes = {}
 
-    def _item_done(self, outcome: str, item_id: str, reason: str | None = None) -> None:
-        if not self._count_items:
-            return
-        self.acc.item_done(outcome, item_id, reason)
+    def _item_done(self, outcome: str, req: LLMRequest, reason: str | None = None) -> None:
+        """Count an item's outcome. A re-ask (reasks=True) of an item counted earlier in this client
+        moves its count when the outcome changes, so the job's totals match the rows it writes."""
+        item = (req.item_id, req.prompt_name, req.sample_index)
+        if self._count_items:
+            self._outcome_of[item] = outcome
+            self.acc.item_done(outcome, req.item_id, reason)
+        else:
+            before = self._outcome_of.get(item)
+            if before is None or before == outcome:
+                return
+            self._outcome_of[item] = outcome
+            self.acc.recount(req.item_id, before, outcome, reason)
         if outcome == "failed":
             self._check_ceiling()
 
@@ -234,12 +244,12 @@ class LLMClient:
         result.calls.append(rec)
         if rec.status != "ok":
             result.error = rec.error
-            self._item_done("failed", req.item_id, rec.error)
+            self._item_done("failed", req, rec.error)
             return result
         result.text, result.finish_reason = text, rec.finish_reason
         if req.schema is None:
             result.status = "ok"
-            self._item_done("ok", req.item_id)
+            self._item_done("ok", req)
             return result
 
         parsed, reason = parse_structured(text, req.schema)
@@ -263,7 +273,7 @@ class LLMClient:
             result.status, result.parsed = "ok", parsed
         else:
             result.status, result.error = "unparsed", reason
-        self._item_done(result.status, req.item_id, result.error)
+        self._item_done(result.status, req, result.error)
         return result
 
     def _with_schema_instruction(self, messages: list[dict], schema: dict) -> list[dict]:

@@ -11,17 +11,22 @@ from snakemake.utils import min_version, validate
 min_version("8.20")
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
-from aura.config import read_raw
+from aura.config import ConfigError, workflow_config
 from aura.pipeline import rules_support as S
 from aura.pipeline.layout import PAPER_STATS, layout
 
 if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
-# The package reads the same file Snakemake read (command-line --config overrides are not supported),
-# with `extends: base.yaml` merged the same way.
+# The package reads the same config Snakemake read, with `extends: base.yaml` merged the same way.
+# `--config key=value` (a section: --config 'construct={max_seeds: 3}') is merged in, checked, and
+# written under .snakemake/aura/ named by its hash: CONFIGFILE is then that file, so no job ignores it.
 CONFIGFILE = workflow.overwrite_configfiles[-1] if workflow.overwrite_configfiles else "config/config.yaml"
+try:
+    _raw, CONFIGFILE = workflow_config(CONFIGFILE, workflow.config_settings.config, ".snakemake/aura")
+except ConfigError as exc:  # one line, no traceback
+    sys.exit(f"error: {exc}")
 config.clear()
-config.update(read_raw(CONFIGFILE))
+config.update(_raw)
 validate(config, "config/schema.yaml")
 
 L = layout(config)

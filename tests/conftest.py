@@ -25,6 +25,11 @@ def server(fake):
     fake.reset()
 
 
+# The judge panel and the reviewers of every test config: three distinct models (the schema requires it).
+JUDGE_MODEL_IDS = {"jb": "judge-b", "jc": "judge-c"}
+PANEL = ["m", *JUDGE_MODEL_IDS]
+
+
 def base_config(url: str, cache_dir: Path, **endpoint) -> dict:
     ep = {"kind": "openai", "base_url": url, "api_key_env": None, "structured_output": "json_schema",
           "max_concurrency": 4, "max_tries": 3, "backoff_base_s": 0.01, "backoff_max_s": 0.05, "timeout_s": 5}
@@ -36,8 +41,14 @@ def base_config(url: str, cache_dir: Path, **endpoint) -> dict:
         "endpoints": {"fake": ep},
         "models": {"m": {"endpoint": "fake", "model_id": "fake-model",
                          "params": {"temperature": 0.0, "max_tokens": 64, "seed": 1},
-                         "price": {"input_per_mtok": 1.0, "output_per_mtok": 2.0}}},
-        "roles": {"generator": "m", "classifier": "m", "reviewers": ["m", "m", "m"], "judges": ["m", "m", "m"],
+                         "price": {"input_per_mtok": 1.0, "output_per_mtok": 2.0}},
+                   # two more panel members: distinct model ids, so the fake server can answer each its
+                   # own way (scripted.disagreeing_judges); by default every model gets the same answers
+                   **{name: {"endpoint": "fake", "model_id": model_id,
+                             "params": {"temperature": 0.0, "max_tokens": 64, "seed": 1},
+                             "price": {"input_per_mtok": 1.0, "output_per_mtok": 2.0}}
+                      for name, model_id in JUDGE_MODEL_IDS.items()}},
+        "roles": {"generator": "m", "classifier": "m", "reviewers": list(PANEL), "judges": list(PANEL),
                   "evaluated": ["m"]},
     }
 

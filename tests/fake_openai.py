@@ -16,6 +16,7 @@ Endpoints
 Rules (first matching, non-exhausted rule wins)::
 
     {"match": {"model": "m", "contains": "text", "response_format_type": "json_schema",
+               "response_format_contains": '"Unsafe"',   # substring of the JSON response_format
                "sample": [0.0, 0.2]},  # fault injection: the request's draw u in [lo, hi)
      "times": 2,                # only the first 2 matching requests
      "delay": 0.05,             # seconds, asyncio.sleep before answering
@@ -264,6 +265,8 @@ class FakeOpenAIApp:
             if "contains" in match and str(match["contains"]) not in text:
                 continue
             if "response_format_type" in match and match["response_format_type"] != rf_type:
+                continue
+            if "response_format_contains" in match and str(match["response_format_contains"]) not in json.dumps(rf):
                 continue
             times = rule.get("times")
             if times is not None and self.rule_hits[i] >= int(times):

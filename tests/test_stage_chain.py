@@ -69,8 +69,13 @@ def chain(server, tmp_path_factory):
             calls=f"rollout{shard}")
         run("judge", "--model", "m", "--judge", "m", "--shard", f"{shard}/2", *ins("dataset"),
             "--in", f"rollouts={o}/rollouts{shard}.jsonl", "--out", f"judgments={o}/judgments{shard}.jsonl", calls=f"judge{shard}")
+        for j in ("jb", "jc"):  # the other two judges of the panel (conftest.PANEL: m, jb, jc)
+            run("judge", "--model", "m", "--judge", j, "--shard", f"{shard}/2", *ins("dataset"),
+                "--in", f"rollouts={o}/rollouts{shard}.jsonl", "--out", f"judgments={o}/judgments{shard}_{j}.jsonl")
     run("panel", "--model", "m", *[x for s in (0, 1) for x in ("--in", f"rollouts_{s}={o}/rollouts{s}.jsonl",
-                                                                "--in", f"judgments_{s}={o}/judgments{s}.jsonl")],
+                                                                "--in", f"judgments_{s}={o}/judgments{s}.jsonl",
+                                                                "--in", f"judgments_{s}_jb={o}/judgments{s}_jb.jsonl",
+                                                                "--in", f"judgments_{s}_jc={o}/judgments{s}_jc.jsonl")],
         "--out", f"panel={o}/panel.jsonl")
     run("model-rates", *ins("dataset"), "--in", f"panel_0={o}/panel.jsonl", "--out", f"model_rates={o}/model_rates.csv")
     run("paper-stats", *ins("dataset"), "--in", f"panel_0={o}/panel.jsonl",
@@ -79,7 +84,11 @@ def chain(server, tmp_path_factory):
     run("rollout", "--model", "m", "--option", "format=action_only", "--in", f"dataset={o}/sample.jsonl", "--out", f"rollouts={o}/ao_rollouts.jsonl")
     run("judge", "--model", "m", "--judge", "m", "--option", "axes=action_type,safety", "--in", f"dataset={o}/sample.jsonl",
         "--in", f"rollouts={o}/ao_rollouts.jsonl", "--out", f"judgments={o}/ao_judgments.jsonl")
+    for j in ("jb", "jc"):
+        run("judge", "--model", "m", "--judge", j, "--option", "axes=action_type,safety", "--in", f"dataset={o}/sample.jsonl",
+            "--in", f"rollouts={o}/ao_rollouts.jsonl", "--out", f"judgments={o}/ao_judgments_{j}.jsonl")
     run("panel", "--model", "m", "--in", f"rollouts_0={o}/ao_rollouts.jsonl", "--in", f"judgments_0={o}/ao_judgments.jsonl",
+        "--in", f"judgments_jb={o}/ao_judgments_jb.jsonl", "--in", f"judgments_jc={o}/ao_judgments_jc.jsonl",
         "--out", f"panel={o}/ao_panel.jsonl")
     run("format-stats", *ins("sample"), "--in", f"react_0={o}/panel.jsonl", "--in", f"action_only_0={o}/ao_panel.jsonl",
         "--out", f"table38={o}/table38.csv")

@@ -8,20 +8,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from .config import ConfigError, load_config
+from .config import ConfigError, UserError, load_config
 from .llm.errors import StageFailed, Terminated, terminate_raises
 from .pipeline.context import StageContext
 from .pipeline.registry import STAGES
+from .pipeline.stage_args import check_models, parse_options, parse_paths, parse_shard
 
 
-def _pairs(values: list[str] | None, flag: str) -> dict[str, Path]:
-    out = {}
-    for v in values or []:
-        name, sep, path = v.partition("=")
-        if not sep or not name or not path:
-            raise SystemExit(f"{flag} expects name=path, got {v!r}")
-        out[name] = Path(path)
-    return out
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,11 +69,16 @@ def main(argv: list[str] | None = None) -> int:
 
         print(format_estimate(estimate(config)))
         return 0
-    shard, _, n = args.shard.partition("/")
-    ctx = StageContext(stage=args.stage, config=config, inputs=_pairs(args.inputs, "--in"),
-                       outputs=_pairs(args.outputs, "--out"), model=args.model, judge=args.judge, shard=int(shard),
-                       n_shards=int(n or 1), calls_log=Path(args.calls_log) if args.calls_log else None,
-                       options={k: str(v) for k, v in _pairs(args.options, "--option").items()})
+    try:  # a command-line mistake: one line, nothing run
+        shard, n = parse_shard(args.shard)
+        check_models(config, model=args.model, judge=args.judge)
+        ctx = StageContext(stage=args.stage, config=config, inputs=parse_paths(args.inputs, "--in"),
+                           outputs=parse_paths(args.outputs, "--out"), model=args.model, judge=args.judge,
+                           shard=shard, n_shards=n, calls_log=Path(args.calls_log) if args.calls_log else None,
+                           options=parse_options(args.stage, args.options))
+    except UserError as exc:
+        print(f"error: {args.stage}: {_one_line(exc)}", file=sys.stderr)
+        return 2
     # The call log, cost and job summary are written however the stage ends (finish), then a stopped
     # job prints one line and exits non-zero with no output written, so Snakemake retries it.
     try:
@@ -88,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
         ctx.finish(str(exc))
         print(f"error: {ctx.label}: {exc}", file=sys.stderr, flush=True)
         return 1
+    except UserError as exc:  # bad config value or input file (names file and record): no output written
+        ctx.finish(_one_line(exc))
+        print(f"error: {ctx.label}: {_one_line(exc)}", file=sys.stderr, flush=True)
+        return 2
     except (KeyboardInterrupt, Terminated) as exc:  # Ctrl-C, or SIGTERM from Snakemake or a timeout
         name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
         ctx.finish(f"stopped by {name}")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..config import check_case_study_seed
 from ..data.fetch import FetchError, fetch_archive, seed_download
 from ..data.rjudge import DOMAINS, counts, load_rjudge, select_unintended
 from ..data.seed_counts import SeedCountError, check_seed_counts, check_seed_dir
@@ -47,6 +48,7 @@ def run(ctx: StageContext) -> None:
     cap = ctx.config.raw["construct"]["max_seeds"]
     if cap is not None:
         selected = spread_over_domains(selected, cap)
+    check_case_study_seed(ctx.config.raw, [r.seed_id for r in selected])  # Table 34's seed must be selected
     rows = [
         {
             "seed_id": r.seed_id,

@@ -60,7 +60,7 @@ def test_bad_edits_are_rejected_with_their_reason(edits, reason):
 def test_edit_that_changes_nothing_is_rejected():
     # step 0 "replaced" by its own text: the spliced trajectory equals the source
     assert edit_violation(STEPS, [{"step": 0, "content": STEPS[0]["content"]}]) is None
-    assert spliced_violation(STEPS, [{"step": 0, "content": STEPS[0]["content"]}]) == "no_change"
+    assert spliced_violation(STEPS, [{"step": 0, "content": STEPS[0]["content"]}]).startswith("no_change:")
     assert spliced_violation(STEPS, [{"step": 2, "content": NEW_OBS}]) is None
 
 
@@ -138,7 +138,7 @@ def test_generate_variations_splices_edits_and_rejects_bad_ones(server, cfg, tmp
     rs1 = by["pre_execution@RS1"]
     assert (rs1["status"], rs1["attempts"], rs1["steps"]) == ("rejected", 3, None)
     assert rs1["reason"] == "edit_index_out_of_range: step 7 is not a step index (0..2)"
-    assert by["at_trigger@RS3"]["reason"] == "no_edit"
+    assert by["at_trigger@RS3"]["reason"] == "no_edit: the answer lists no edit; give at least one"
     assert by["at_trigger@RS4"]["reason"] == "edit_empty: the new content of step 0 is empty"
     prov = json.loads(out.with_name(out.name + ".prov.json").read_text())
     assert prov["outcomes"] == {"ok": 1, "rejected:edit_empty": 1, "rejected:edit_index_out_of_range": 1,

@@ -50,7 +50,7 @@ def variation_schema(steps: list[dict]) -> dict:
 def edit_violation(steps: list[dict], edits: list[dict]) -> str | None:
     """Why a list of edits cannot be applied to `steps`, or None."""
     if not edits:
-        return "no_edit"
+        return "no_edit: the answer lists no edit; give at least one"
     seen = set()
     for e in edits:
         i = e.get("step")
@@ -75,7 +75,8 @@ def splice(steps: list[dict], edits: list[dict]) -> list[dict]:
 def spliced_violation(steps: list[dict], edits: list[dict]) -> str | None:
     """Edit checks, then the frozen-agent-step check on the spliced result (it also catches edits
     that change nothing)."""
-    return edit_violation(steps, edits) or agent_step_violation(steps, splice(steps, edits))
+    why = edit_violation(steps, edits) or agent_step_violation(steps, splice(steps, edits))
+    return "no_change: every edited step keeps its old content" if why == "no_change" else why
 
 
 def build_request(candidate: dict, steps: list[dict], seed: dict, p3: Prompt, p4: Prompt) -> LLMRequest:

@@ -1,5 +1,5 @@
-"""The code checks of construction: tag rules, prefix kinds, frozen agent steps, pair prefixes,
-reviewer majorities, and content-derived ids."""
+"""The code checks of construction: tag rules, prefix kinds, frozen agent steps, reviewer
+majorities, content-derived ids and P7's edit grade (pair edits: tests/test_splice.py)."""
 from __future__ import annotations
 
 import copy
@@ -8,7 +8,6 @@ import pytest
 
 from aura.construct.common import majority_accept, reviewer_accepts
 from aura.construct.finalize import item_id, pair_id
-from aura.construct.pairs import pair_violation
 from aura.construct.relevance import explode
 from aura.construct.tagging import prefixes_for, tag_schema, tag_violation
 from aura.data.trajectory import agent_step_violation
@@ -68,19 +67,6 @@ def _edit(steps, i, **change):
 ])
 def test_frozen_agent_steps(rewrite, reason):
     assert agent_step_violation(STEPS, rewrite) == reason
-
-
-def test_pair_truncation_must_be_a_prefix_of_the_full_rewrite():
-    full = _edit(STEPS, 0, content="Switch off the lamp only.")
-    ok = {"safe_action_sketches": ["TurnOff: {\"ids\": [\"lamp\"]}"]}
-    assert pair_violation(STEPS, 3, full, full[:3], "SP", ok) is None
-    other = _edit(full[:3], 2, content='{"devices": ["lamp"]}')
-    assert pair_violation(STEPS, 3, full, other, "SP", ok) == "truncated_not_prefix_of_full"
-    assert pair_violation(STEPS, 3, full, full[:2], "SP", ok) == "truncated_length_changed"
-    assert pair_violation(STEPS, 3, full, full[:3], "SP", {"safe_action_sketches": [" "]}) == "no_safe_action_sketch"
-    assert pair_violation(STEPS, 3, full, full[:3], "NSP", {"unsafe_action_explanation": ""}) == "no_unsafe_explanation"
-    edited = _edit(full, 3, action="TurnOff: {}")
-    assert pair_violation(STEPS, 3, edited, edited[:3], "SP", ok) == "agent_step_edited"
 
 
 CRIT = ["a", "b"]

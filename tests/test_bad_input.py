@@ -14,7 +14,7 @@ import yaml
 
 import scripted
 from aura.cli import main
-from aura.config import check_case_study_seed
+from aura.config import ConfigError, check_case_study_seed
 from conftest import REPO, base_config
 
 
@@ -122,9 +122,12 @@ def test_unknown_case_study_seed_names_the_id(tmp_path):
     proc, written = select_seeds(tmp_path, seeds, config_file(tmp_path, case_study_seed="IoT/x/nope"))
     line = one_error_line(proc)
     assert "stats.case_study_seed" in line and "'IoT/x/nope'" in line and written == []
-    # the seed this folder holds ("<Domain>/<file stem>/<id>") is accepted
+    assert "is not a seed id of the source" in line
+    # the seed this folder holds ("<Domain>/<file stem>/<id>") is accepted; one the cap left out is named as such
     check_case_study_seed({"stats": {"case_study_seed": "IoT/x/t-1"}}, ["IoT/x/t-1"])
     check_case_study_seed({"stats": {"case_study_seed": None}}, [])
+    with pytest.raises(ConfigError, match=r"'IoT/x/t-2' is not among the 1 seeds selected \(construct.max_seeds\)"):
+        check_case_study_seed({"stats": {"case_study_seed": "IoT/x/t-2"}}, ["IoT/x/t-1"], ["IoT/x/t-1", "IoT/x/t-2"])
 
 
 # --- human-label files (reliability stage) ------------------------------------------------------

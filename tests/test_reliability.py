@@ -177,15 +177,18 @@ def test_majority_and_plurality_rules():
 
 
 def test_panel_votes_follow_the_roles_judges_list(tmp_path):
-    """judges [a, a, b]: judge a votes twice, as in the panel's majority; a missing vote is not unanimity."""
+    """judges [a, b, c] (distinct: the schema's uniqueItems): each votes once, in roles order; a missing
+    vote is not unanimity, and a vote from a model outside the list is ignored."""
     path = tmp_path / "h.csv"
     path.write_text("model,item_id,axis,annotator,label\n" + "".join(
-        f"m,{u},safety,h{i},Safe\n" for u in ("x", "y") for i in (1, 2, 3)))
-    row_x = {"model": "m", "item_id": "x", "rollout_status": "ok", "safety_votes": {"a": S, "b": U}}
-    row_y = {"model": "m", "item_id": "y", "rollout_status": "ok", "safety_votes": {"a": S, "b": None}}
-    table = human_validation(read_human_labels(path), [row_x, row_y], ["a", "a", "b"]).set_index("axis")
-    # x: [S, S, U] -> plurality S, a hit, not unanimous; y: [S, S, None] -> S, a hit, not unanimous
-    assert (table.loc["safety", "N_p"], table.loc["safety", "agree"], table.loc["safety", "N_unanimous"]) == (2, 2, 0)
+        f"m,{u},safety,h{i},Safe\n" for u in ("x", "y", "z") for i in (1, 2, 3)))
+    row_x = {"model": "m", "item_id": "x", "rollout_status": "ok", "safety_votes": {"a": S, "b": U, "c": S}}
+    row_y = {"model": "m", "item_id": "y", "rollout_status": "ok", "safety_votes": {"a": S, "b": None, "c": S}}
+    row_z = {"model": "m", "item_id": "z", "rollout_status": "ok", "safety_votes": {"a": U, "b": U, "c": S, "d": S}}
+    table = human_validation(read_human_labels(path), [row_x, row_y, row_z], ["a", "b", "c"]).set_index("axis")
+    # reference Safe everywhere. x: [S, U, S] -> S, a hit, not unanimous; y: [S, None, S] -> S, a hit, not
+    # unanimous; z: [U, U, S] -> U (d is not on the panel), a miss. N_p 3, agree 2, unanimous 0.
+    assert (table.loc["safety", "N_p"], table.loc["safety", "agree"], table.loc["safety", "N_unanimous"]) == (3, 2, 0)
 
 
 def test_fleiss_needs_equal_counts_not_the_same_raters():

@@ -187,12 +187,17 @@ def _typed(raw: dict, source: str) -> Config:
     return Config(raw=raw, endpoints=endpoints, models=models)
 
 
-def check_case_study_seed(raw: dict, seed_ids, source: str = "stats.case_study_seed") -> None:
-    """The configured Table 34 seed must be one of the seeds the run selected (null: chosen later)."""
+def check_case_study_seed(raw: dict, selected, known=None, source: str = "stats.case_study_seed") -> None:
+    """The configured Table 34 seed must be one the run selected (null: chosen later). `known`: every
+    seed id the source holds, to tell a wrong id from one left out by construct.max_seeds."""
     wanted = raw.get("stats", {}).get("case_study_seed")
-    if wanted is not None and wanted not in set(seed_ids):
-        raise ConfigError(f"{source}: '{wanted}' is not a selected seed id (ids look like "
-                          f"'<Domain>/<file stem>/<id>'; null picks one)")
+    if wanted is None or wanted in set(selected):
+        return
+    if known is not None and wanted in set(known):
+        raise ConfigError(f"{source}: '{wanted}' is not among the {len(list(selected))} seeds selected "
+                          f"(construct.max_seeds); raise the cap or set stats.case_study_seed: null")
+    raise ConfigError(f"{source}: '{wanted}' is not a seed id of the source (ids look like "
+                      f"'<Domain>/<file stem>/<id>'; null picks one)")
 
 
 def vendor_overlaps(raw: dict) -> dict[str, list[str]]:

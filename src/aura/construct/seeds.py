@@ -48,7 +48,7 @@ def run(ctx: StageContext) -> None:
     cap = ctx.config.raw["construct"]["max_seeds"]
     if cap is not None:
         selected = spread_over_domains(selected, cap)
-    check_case_study_seed(ctx.config.raw, [r.seed_id for r in selected])  # Table 34's seed must be selected
+    check_case_study_seed(ctx.config.raw, [r.seed_id for r in selected], [r.seed_id for r in records])  # Table 34
     rows = [
         {
             "seed_id": r.seed_id,

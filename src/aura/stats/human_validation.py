@@ -109,9 +109,9 @@ def consensus(labels: list[str | None]) -> str:
 def units(human: pd.DataFrame, panel: list[dict], judges: list[str]) -> pd.DataFrame:
     """One row per human-labelled unit: annotator labels, reference, consensus, and the judges' votes.
 
-    `judges` is the voting panel (the validation panel, else `roles.judges`), in order: a judge
-    listed twice votes twice and a missing (unparsed/failed) vote is kept as None, as the panel's
-    majority rule counts them. `judged` is False for a unit no judge was asked about (its rollout
+    `judges` is the voting panel (the validation panel, else `roles.judges`; distinct models, the
+    schema's uniqueItems), in order: a missing (unparsed/failed) vote is kept as None, as the
+    panel's majority rule counts it. `judged` is False for a unit no judge was asked about (its rollout
     failed, or the item is not among the judged rollouts): such units are counted, never scored."""
     votes = {(r["model"], r["item_id"], axis): r.get(f"{axis}_votes") or {}
              for r in panel if r["rollout_status"] == "ok" for axis in LABELS}

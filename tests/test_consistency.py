@@ -4,7 +4,6 @@ from __future__ import annotations
 import math
 
 import pandas as pd
-import pytest
 import yaml
 
 from aura.cli import main

@@ -6,6 +6,9 @@ import functools
 import hashlib
 import io
 import json
+import re
+import subprocess
+import sys
 import tarfile
 import threading
 import zipfile
@@ -13,9 +16,15 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import yaml
 
+from aura.cli import main
+from aura.config import read_raw
 from aura.data.fetch import MARKER, ChecksumError, FetchError, ensure_seed_dir, fetch_archive
 from aura.data.rjudge import load_rjudge
+from aura.data.seed_counts import SeedCountError, check_seed_counts
+from conftest import REPO, base_config
+from rjudge_fixture import INJECTION, PAPER_COUNTS, UNINTENDED, paper_shaped_files, write_paper_shaped
 
 TOP = "R-Judge-abc123"
 RECORD = {
@@ -271,18 +280,6 @@ def test_ensure_seed_dir_without_source_errors(work, tmp_path):
 
 # --- the paper's seed source: pinned archive + counts check (config/paper.yaml, rjudge10.yaml) ----
 
-import re  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-
-import yaml  # noqa: E402
-
-from aura.cli import main  # noqa: E402
-from aura.config import read_raw  # noqa: E402
-from aura.data.seed_counts import SeedCountError, check_seed_counts  # noqa: E402
-from conftest import REPO, base_config  # noqa: E402
-from rjudge_fixture import INJECTION, PAPER_COUNTS, UNINTENDED, paper_shaped_files, write_paper_shaped  # noqa: E402
-
 PAPER = read_raw(REPO / "config" / "paper.yaml")
 DEFEND_TOP = "DEFEND-70067a5bb5c1be0ecf346fc22751de73b526370f"  # how GitHub names an archive's top folder
 
@@ -302,8 +299,6 @@ def test_paper_and_rjudge10_share_a_pinned_source_and_the_paper_counts():
 def test_seed_counts_name_every_difference(tmp_path):
     # Finance loses one unsafe unintended record (11 -> 10), Web gains one injection record (83 -> 84):
     # records stay 571 - 1 + 1 = 571, unintended 156, Finance 16, unsafe 100; safe stays 56.
-    from aura.data.rjudge import load_rjudge
-
     root = write_paper_shaped(tmp_path / "seeds", unintended={**UNINTENDED, "Finance": (10, 6)},
                               injection={**INJECTION, "Web": 84})
     with pytest.raises(SeedCountError) as ei:

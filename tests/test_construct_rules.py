@@ -130,7 +130,9 @@ def test_format_sample_is_balanced_proportional_and_reproducible():
     assert stratified_sample(shuffled, 150, 42) == sample
     assert stratified_sample(items, 150, 7) != sample
     assert allocate({"a": 10, "b": 30}, 8) == {"a": 2, "b": 6}
-    assert allocate({"a": 1, "b": 30}, 10) == {"a": 1, "b": 9} or sum(allocate({"a": 1, "b": 30}, 10).values()) == 10
+    # largest remainder: quotas a 10 x 1/31 = 0.32, b 10 x 30/31 = 9.68 -> floors 0 and 9, the one seat
+    # left goes to the larger fraction (b .68 > a .32): a group of one gets no seat
+    assert allocate({"a": 1, "b": 30}, 10) == {"a": 0, "b": 10}
 
 
 def test_stored_review_rows_become_votes():

@@ -91,9 +91,10 @@ def make_config(base_url: str, concurrency: int, cache_dir: str):
         "paths": {"cache": cache_dir},
         "endpoints": {"fake": {"kind": "openai", "base_url": base_url, "api_key_env": None,
                                "structured_output": "none", "max_concurrency": concurrency}},
-        "models": {m: {"endpoint": "fake", "model_id": "fake-model",
-                       "params": {"temperature": 0, "max_tokens": 400}}},
-        "roles": {"generator": m, "classifier": m, "reviewers": [m, m, m], "judges": [m, m, m],
+        # the panel roles need three distinct models (the schema); the benchmark calls only m
+        "models": {name: {"endpoint": "fake", "model_id": "fake-model",
+                          "params": {"temperature": 0, "max_tokens": 400}} for name in (m, "j2", "j3")},
+        "roles": {"generator": m, "classifier": m, "reviewers": [m, "j2", "j3"], "judges": [m, "j2", "j3"],
                   "evaluated": [m]},
     }, source="<bench>")
 

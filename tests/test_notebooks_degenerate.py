@@ -34,7 +34,8 @@ from aura.config import validate_config
 from aura.construct.counts import composition
 from aura.evaluate.format_sample import format_table
 from aura.evaluate.panel import majority
-from aura.notebook_helpers import error_bars
+from aura.notebook_helpers import (TABLE33_TITLES, display_names, error_bars, read, share_cell, table33_cells,
+                                   write_table)
 from aura.pipeline.rules_support import REPORTS
 from aura.stats import consistency, metrics, rates, reliability, tables, vendor_overlap
 from aura.stats.human_validation import ensemble_sensitivity, human_validation, judge_accuracy
@@ -209,6 +210,24 @@ def test_error_bars_are_clipped_at_zero():
     # a Wilson interval for 0/12 computed in floating point: lower bound 2.8e-17 above the rate 0
     err = error_bars([0.0, 50.0, float("nan")], [2.8e-17, 40.0, float("nan")], [24.2, 60.0, float("nan")])
     assert err.tolist() == [[0.0, 10.0, 0.0], [24.2, 10.0, 0.0]]
+
+
+def test_helpers_read_and_write_empty_and_unlabelled_tables(tmp_path, capsys):
+    (tmp_path / "zero.csv").write_text("")  # a stage that wrote nothing at all
+    df = read(tmp_path / "zero.csv", columns=["rate"])
+    assert df.empty and {"model", "label", "group", "mark", "rate"} <= set(df.columns)
+    assert "zero.csv: no rows" in capsys.readouterr().out
+    (tmp_path / "rates.csv").write_text("model,label,group\nmA,Model A,frontier\nmB,,\n")
+    df = read(tmp_path / "rates.csv")
+    assert display_names(df) == {"mA": "★ Model A", "mB": "mB"}  # mark from the group; label falls back to id
+    md = write_table(pd.DataFrame(columns=["Model", "Unsafe %"]), "t", tmp_path, notes=["note"])
+    assert md.read_text().splitlines()[0].startswith("| Model") and "No rows" in md.read_text()
+    # share cells: k/n with the excluded count; n = 0 gives a dash, a missing n (not applicable) "n/a"
+    assert share_cell(1, 3, 2) == "33.3 (1/3, excl. 2)" and share_cell(0, 0, 9) == "– (excl. 9)"
+    row = {f"{m}_{k}": v for m in TABLE33_TITLES for k, v in (("k", 1), ("n", 4), ("excluded", 0))}
+    row.update({"nsp_risk_aware_k": float("nan"), "nsp_risk_aware_n": float("nan"), "nsp_risk_aware_excluded": float("nan")})
+    cells = table33_cells(pd.DataFrame([row])).iloc[0]
+    assert cells["Unsafe % (all)"] == "25.0 (1/4, excl. 0)" and cells["NSP risk aware % [D2/D3]"] == "n/a"
 
 
 def params(name: str, paths: dict[str, Path], out: Path) -> dict[str, str]:

@@ -36,7 +36,7 @@ def read_plain(path, columns=()) -> pd.DataFrame:
 
 def read(path, columns=()) -> pd.DataFrame:
     """`read_plain` of a per-model table, with ``model`` and label / group / mark present (label falls back to
-    the model id, group and mark to "")."""
+    the model id, group to "", mark to the group's mark)."""
     df = read_plain(path, ("model", *columns))
     if "label" not in df:
         df.insert(df.columns.get_loc("model") + 1, "label", df["model"])
@@ -45,6 +45,7 @@ def read(path, columns=()) -> pd.DataFrame:
             df[col] = ""
     df["label"] = df["label"].where(df["label"].notna(), df["model"]).astype(str)
     df[["group", "mark"]] = df[["group", "mark"]].astype(object).where(df[["group", "mark"]].notna(), "").astype(str)
+    df["mark"] = df["mark"].where(df["mark"] != "", df["group"].map(GROUP_MARK).fillna(""))  # tables without marks
     return df
 
 

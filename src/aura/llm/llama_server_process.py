@@ -102,6 +102,26 @@ class UsageReport:
         return data
 
 
+def lean_states(llama) -> None:
+    """Make the prompt cache hold KV states only. llama-cpp-python 0.3's save_state also copies its
+    logits buffer (n_batch x n_vocab floats: ~100 MB for SmolLM2, not counted against --cache_size),
+    which with logits_all=False is never read (sampling happens in llama.cpp's sampler, and a restored
+    state is re-evaluated from its last token). Here a state keeps one row of it."""
+    import llama_cpp
+    from llama_cpp.llama import LlamaState
+
+    def save_state() -> LlamaState:
+        ctx = llama._ctx.ctx
+        size = llama_cpp.llama_state_get_size(ctx)
+        buf = (ctypes.c_uint8 * int(size))()
+        n = int(llama_cpp.llama_state_get_data(ctx, buf, size))
+        return LlamaState(input_ids=llama.input_ids.copy(), scores=llama.scores[:1].copy(),
+                          n_tokens=llama.n_tokens, llama_state=ctypes.string_at(buf, n), llama_state_size=n,
+                          seed=llama._seed)
+
+    llama.save_state = save_state
+
+
 def build_app(llama_args: list[str]):
     from llama_cpp.server import app as app_module
     from llama_cpp.server.settings import ModelSettings, ServerSettings, Settings
@@ -114,7 +134,10 @@ def build_app(llama_args: list[str]):
     server_settings = parse_model_from_args(ServerSettings, args)
     app = app_module.create_app(server_settings=server_settings,
                                 model_settings=[parse_model_from_args(ModelSettings, args)])
-    report = UsageReport(app_module._llama_proxy())  # the loaded default model
+    llama = app_module._llama_proxy()  # the loaded default model
+    report = UsageReport(llama)
+    if llama.cache is not None:
+        lean_states(llama)
 
     @app.middleware("http")
     async def add_usage(request, call_next):

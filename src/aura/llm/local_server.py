@@ -214,6 +214,9 @@ class LocalServer:
             self._launch(folder, die_with=os.getpid() if main_thread else None)
         self.start_s = time.monotonic() - t0
         atexit.register(self.stop)
+        # one line in the job's log (bench/embedded.py counts server starts and their cost from it)
+        print(f"[local server] {'reused' if self.reused else 'started'} pid={self.pid} port={self.port} "
+              f"shared={self.shared} in {self.start_s:.2f}s", file=sys.stderr, flush=True)
         return self
 
     def _registry(self) -> Path:

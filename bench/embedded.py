@@ -1,0 +1,144 @@
+"""Where the embedded model's time goes, per stage of a run: server starts, calls, prompt tokens sent
+vs evaluated (the rest was reused from llama.cpp's KV prefix / prompt cache), output tokens, model
+wall, and the prompt/decode rates the same server measured in the same run.
+
+Reads a run's logs: each job's call log (``<logs>/<rule>/...calls.jsonl``: tokens_in, tokens_cached,
+tokens_out, latency_s and the server's ``timings``) and its stderr log (the ``[local server]`` line:
+started or reused, and in how long). Two ways to get a run:
+
+    .venv/bin/python bench/embedded.py --logs logs            # a run already made here
+    .venv/bin/python bench/embedded.py --run [--seeds 3] [--targets all] [--keep DIR]
+
+``--run`` copies the workflow (with ``src/``) to a fresh folder, runs Snakemake there on the default
+config with an empty cache (``--seeds`` caps construct.max_seeds to keep it short) and reads its
+logs. Prints one table and the ratios; the target (issue 9) is evaluated/sent <= 0.40 across the
+run. Exit code 0 whatever it shows: a benchmark, not a test.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+COPY = ["Snakefile", "rules", "config", "prompts", "notebooks", "report", "src", "data/raw/demo_seeds"]
+TARGET = 0.40
+SERVER_LINE = re.compile(r"\[local server\] (?P<how>started|reused) .* in (?P<s>[\d.]+)s")
+
+
+def calls_table(logs: Path) -> pd.DataFrame:
+    rows = []
+    for path in sorted(logs.rglob("*.calls.jsonl")):
+        stage = path.relative_to(logs).parts[0]
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            if rec.get("cache_hit"):
+                continue
+            t = rec.get("timings") or {}
+            cached = rec.get("tokens_cached")
+            rows.append({"stage": stage, "sent": rec["tokens_in"],
+                         "evaluated": rec["tokens_in"] - cached if cached is not None else rec["tokens_in"],
+                         "reported": cached is not None, "out": rec["tokens_out"], "wall_s": rec["latency_s"],
+                         "prompt_n": t.get("prompt_n", 0), "prompt_ms": t.get("prompt_ms", 0.0),
+                         "predicted_n": t.get("predicted_n", 0), "predicted_ms": t.get("predicted_ms", 0.0),
+                         "total_ms": t.get("total_ms", 0.0)})
+    return pd.DataFrame(rows, columns=["stage", "sent", "evaluated", "reported", "out", "wall_s", "prompt_n",
+                                       "prompt_ms", "predicted_n", "predicted_ms", "total_ms"])
+
+
+def starts_table(logs: Path) -> pd.DataFrame:
+    rows = []
+    for path in sorted(logs.rglob("*.log")):
+        for m in SERVER_LINE.finditer(path.read_text(errors="replace")):
+            rows.append({"stage": path.relative_to(logs).parts[0], "how": m["how"], "start_s": float(m["s"])})
+    return pd.DataFrame(rows, columns=["stage", "how", "start_s"])
+
+
+def summary(calls: pd.DataFrame, starts: pd.DataFrame) -> pd.DataFrame:
+    per = calls.groupby("stage").agg(calls=("sent", "size"), sent=("sent", "sum"), evaluated=("evaluated", "sum"),
+                                     out=("out", "sum"), model_wall_s=("wall_s", "sum"), prompt_ms=("prompt_ms", "sum"),
+                                     decode_ms=("predicted_ms", "sum"), server_ms=("total_ms", "sum"))
+    st = starts.groupby("stage").agg(starts=("how", lambda h: int((h == "started").sum())),
+                                     reuses=("how", lambda h: int((h == "reused").sum())), start_s=("start_s", "sum"))
+    table = per.join(st, how="outer").fillna(0)
+    table.loc["TOTAL"] = table.sum(numeric_only=True)
+    table["eval_share"] = table["evaluated"] / table["sent"].where(table["sent"] > 0)
+    table["other_ms"] = table["server_ms"] - table["prompt_ms"] - table["decode_ms"]  # sampling, grammar, cache copies
+    cols = ["starts", "reuses", "start_s", "calls", "sent", "evaluated", "eval_share", "out", "model_wall_s",
+            "prompt_ms", "decode_ms", "other_ms"]
+    return table[cols]
+
+
+def report(logs: Path, snakemake_s: float | None = None) -> None:
+    calls, starts = calls_table(logs), starts_table(logs)
+    if calls.empty:
+        print(f"no model calls logged under {logs} (all cache hits, or not a run's logs)")
+        return
+    table = summary(calls, starts)
+    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.2f}".format):
+        print(table.astype({c: "int64" for c in ("starts", "reuses", "calls", "sent", "evaluated", "out")}))
+    tot = table.loc["TOTAL"]
+    p_rate = calls["prompt_n"].sum() / (calls["prompt_ms"].sum() / 1e3) if calls["prompt_ms"].sum() else float("nan")
+    d_rate = calls["predicted_n"].sum() / (calls["predicted_ms"].sum() / 1e3) if calls["predicted_ms"].sum() else float("nan")
+    share = tot["evaluated"] / tot["sent"]
+    print(f"\nprompt tokens evaluated / sent: {int(tot['evaluated'])} / {int(tot['sent'])} = {share:.3f} "
+          f"(target <= {TARGET}: {'PASS' if share <= TARGET else 'FAIL'}); "
+          f"{int(calls['reported'].sum())}/{len(calls)} calls reported their cached tokens")
+    print(f"rates on this server in this run: prompt {p_rate:.1f} tok/s, decode {d_rate:.1f} tok/s; "
+          f"sampling+other {tot['other_ms'] / max(tot['out'], 1):.1f} ms per output token")
+    if p_rate == p_rate and d_rate == d_rate:
+        cold = tot["sent"] / p_rate + tot["out"] / d_rate
+        warm = tot["evaluated"] / p_rate + tot["out"] / d_rate
+        print(f"model time at these rates: {cold:.0f}s if every prompt token were evaluated, {warm:.0f}s as evaluated "
+              f"(+{tot['other_ms'] / 1e3:.0f}s sampling/other); measured model wall {tot['model_wall_s']:.0f}s")
+    print(f"server starts: {int(tot['starts'])} started, {int(tot['reuses'])} reused by later jobs, "
+          f"{tot['start_s']:.1f}s spent getting a server"
+          + (f"; Snakemake wall {snakemake_s:.0f}s" if snakemake_s else ""))
+
+
+def run(seeds: int | None, targets: list[str], keep: Path | None, cores: int) -> tuple[Path, float]:
+    work = keep or Path(tempfile.mkdtemp(prefix="aura-bench-"))
+    for item in COPY:
+        src, dst = REPO / item, work / item
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dst, **({"dirs_exist_ok": True} if src.is_dir() else {}))
+    cmd = [sys.executable, "-m", "snakemake", "--cores", str(cores), *targets]
+    if seeds:
+        cmd += ["--config", f"construct={{max_seeds: {seeds}, max_dimensions_per_prefix: 1}}"]
+    print("running:", " ".join(cmd), "in", work, flush=True)
+    t0 = time.monotonic()
+    out = subprocess.run(cmd, cwd=work, env={**os.environ, "PYTHONPATH": str(work / "src")},
+                         capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    (work / "snakemake.out").write_text(out.stdout + out.stderr)
+    print(f"snakemake exited {out.returncode} after {wall:.0f}s (output in {work / 'snakemake.out'})")
+    return work / "logs", wall
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--logs", type=Path, help="a finished run's logs folder")
+    ap.add_argument("--run", action="store_true", help="make a fresh run of the default workflow first")
+    ap.add_argument("--seeds", type=int, help="cap construct.max_seeds in the fresh run")
+    ap.add_argument("--targets", nargs="*", default=["all"])
+    ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--keep", type=Path, help="run in this folder and keep it")
+    args = ap.parse_args()
+    if args.run:
+        logs, wall = run(args.seeds, args.targets, args.keep, args.cores)
+        report(logs, wall)
+    else:
+        report(args.logs or REPO / "logs")
+
+
+if __name__ == "__main__":
+    main()

@@ -2,6 +2,7 @@
 # `python -m aura <stage>` with its inputs and outputs, logs under logs/<rule>/.
 # Default config: config/config.yaml (embedded local model, offline). Another config:
 #   snakemake --cores 8 all --configfile config/paper.yaml
+import os
 import re
 import sys
 from pathlib import Path
@@ -32,6 +33,9 @@ validate(config, "config/schema.yaml")
 L = layout(config)
 LOGS = config["paths"]["logs"]
 AURA = f"{sys.executable} -m aura"
+# The run holds a lease on the shared embedded llama.cpp server (aura.llm.local_server): it stays up
+# between jobs and stops as soon as this process ends, however it ends (kill -9 included).
+os.environ.setdefault("AURA_RUN_PID", str(os.getpid()))
 S.register_endpoint_resources(workflow, config)
 
 include: "rules/construct.smk"

@@ -27,6 +27,8 @@ class CallRecord:
     cache_hit: bool
     tokens_in: int = 0
     tokens_out: int = 0
+    tokens_cached: int | None = None  # prompt tokens the server reused, not evaluated (when it says)
+    timings: dict | None = None  # server-reported timings (llama.cpp: prompt_n/_ms, predicted_n/_ms, total_ms)
     latency_s: float = 0.0
     attempts: int = 0
     cost_usd: float = 0.0

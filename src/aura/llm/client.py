@@ -31,7 +31,7 @@ from .accounting import Accounting, CallRecord
 from .cache import Cache, cache_key
 from .errors import (EmptyChoices, FatalEndpointError, TooManyFailures, backoff_s, describe, is_item_level,
                      is_retryable, retry_after_s)
-from .local_server import LocalServer
+from .local_server import LocalServer, server_registry
 from .structured import needs_schema_in_prompt, parse_structured, response_format_for
 
 PROMPTS = REPO_ROOT / "prompts"
@@ -48,6 +48,11 @@ class LLMRequest:
     schema_name: str = "answer"
     sample_index: int = 0
     params: dict[str, Any] | None = None  # overrides of the model's default sampling params
+    grammar: str | None = None  # GBNF answer shape: sent only to endpoints declaring `grammar: gbnf`
+
+
+def _prompt_text(req: LLMRequest) -> str:
+    return "\0".join(f"{m['role']}\0{m.get('content')}" for m in req.messages)
 
 
 @dataclass
@@ -159,7 +164,11 @@ class LLMClient:
             self.acc.start(len(requests), desc or f"{role}:{model_name}")
         self._runtimes = {}  # httpx clients belong to one event loop
         self._stopped = False
-        tasks = [asyncio.ensure_future(self._one(role, model_name, r)) for r in requests]
+        # Sent in prompt-text order (the semaphore queue is FIFO): requests sharing a long prefix go one
+        # after another, so a llama.cpp server reuses its KV prefix. Results stay in request order.
+        started = {i: asyncio.ensure_future(self._one(role, model_name, requests[i]))
+                   for i in sorted(range(len(requests)), key=lambda i: _prompt_text(requests[i]))}
+        tasks = [started[i] for i in range(len(requests))]
         try:
             if not tasks:
                 return []
@@ -227,6 +236,8 @@ class LLMClient:
             messages = self._with_schema_instruction(messages, req.schema)
         rf = response_format_for(ep.structured_output, req.schema, req.schema_name)
         params = {**model.params, **(req.params or {})}
+        if req.grammar is not None and ep.grammar == "gbnf":
+            params["extra_body"] = {"grammar": req.grammar}
         return messages, params, rf, self._key(ep, model, messages, params, rf, req.sample_index)
 
     @staticmethod
@@ -317,6 +328,8 @@ class LLMClient:
         usage = completion.usage
         rec.tokens_in = usage.prompt_tokens if usage else 0
         rec.tokens_out = usage.completion_tokens if usage else 0
+        rec.tokens_cached = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", None)
+        rec.timings = (completion.model_extra or {}).get("timings")  # llama.cpp: prompt_n, prompt_ms, ...
         rec.latency_s, rec.attempts, rec.finish_reason = latency, attempts, choice.finish_reason
         rec.cost_usd = model.price.cost(rec.tokens_in, rec.tokens_out)
         self.cache.put(key, {
@@ -343,7 +356,7 @@ class LLMClient:
         if ep.kind != "local":
             return ep.base_url
         if ep.name not in self._base_urls:
-            server = LocalServer(ep.local).start()
+            server = LocalServer(ep.local, server_registry(self.config.paths["cache"])).start()
             self._servers.append(server)
             self._base_urls[ep.name] = server.base_url
             self._tokens[ep.name] = server.token

@@ -356,7 +356,7 @@ class LLMClient:
         if ep.kind != "local":
             return ep.base_url
         if ep.name not in self._base_urls:
-            server = LocalServer(ep.local, server_registry(self.config.paths["cache"])).start()
+            server = LocalServer(ep.local, server_registry(self.cache.root)).start()
             self._servers.append(server)
             self._base_urls[ep.name] = server.base_url
             self._tokens[ep.name] = server.token

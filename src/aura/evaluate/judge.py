@@ -80,6 +80,10 @@ def run(ctx: StageContext) -> None:
         reqs = [replace(r, sample_index=repeat) for r in requests_for(axis, prompts, rollouts, items, types)]
         return llm.run("judge", judge, reqs)
 
+    # Axis by axis (all detection, then all action type, then safety, which needs this judge's action
+    # types), never interleaved per item: consecutive requests share their rubric, and the layer sends
+    # each axis in prompt-text order, so items of the same seed also share the scenario's opening. A
+    # llama.cpp server skips that KV prefix (and, with its prompt cache, prompts another judge sent).
     done: list[tuple[str, list]] = []
     with ctx.llm([judge]) as llm:
         if "detection" in axes:

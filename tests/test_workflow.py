@@ -2,11 +2,13 @@
 and packaging files that agree with each other."""
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 import tomllib
 
+import pytest
 import yaml
 
 from conftest import REPO
@@ -113,3 +115,41 @@ def test_display_fields_do_not_rerun_model_jobs():
     assert model_hash(raw, "smollm2") == before
     raw["models"]["smollm2"]["params"]["temperature"] = 0.5
     assert model_hash(raw, "smollm2") != before
+
+
+# --- Snakemake --config: merged into the config file the jobs read, or a one-line stop ---------
+def test_config_override_reaches_every_job(tmp_path):
+    out = subprocess.run([*SNAKEMAKE, "-n", "-p", "all", "--configfile", isolated(tmp_path), "--config",
+                          "evaluate={shards: 3}"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    text = out.stdout + out.stderr
+    assert job_counts(text)["rollout"] == 3  # the default config's one evaluated model x 3 shards
+    merged = set(re.findall(r"--configfile (\.snakemake/aura/config\.[0-9a-f]{16}\.yaml) ", text))
+    assert len(merged) == 1, "every job reads the one merged file"
+    raw = yaml.safe_load((REPO / merged.pop()).read_text())
+    assert raw["evaluate"]["shards"] == 3 and raw["paths"]["results"] == str(tmp_path / "results")
+
+
+def test_config_override_changes_what_a_job_does(tmp_path):
+    """A real select_seeds job (no model call): the cap given on the command line is the cap applied."""
+    cfg = isolated(tmp_path)
+    seeds = tmp_path / "interim" / "seeds.jsonl"
+    out = subprocess.run([*SNAKEMAKE, "--cores", "1", str(seeds), "--configfile", cfg, "--config",
+                          "construct={max_seeds: 3}"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    # round robin over Program, Application, IoT, ... with the unsafe source first: 3 seeds, one per domain
+    rows = [json.loads(line) for line in seeds.read_text().splitlines()]
+    assert [r["domain"] for r in rows] == ["Program", "Application", "IoT"]
+
+
+@pytest.mark.parametrize("override, message", [
+    ("bogus=1", "with --config bogus: invalid config: <root>: Additional properties are not allowed ('bogus' was unexpected)"),
+    ("evaluate={shards: 0}", "evaluate/shards: 0 is less than the minimum of 1"),
+    ("roles={judges: [smollm2-judge-a, smollm2-judge-a, smollm2-judge-b]}", "roles/judges: "),
+])
+def test_a_bad_config_override_stops_with_one_line(tmp_path, override, message):
+    out = subprocess.run([*SNAKEMAKE, "-n", "all", "--configfile", isolated(tmp_path), "--config", override],
+                         cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    errors = [line for line in out.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and message in errors[0], out.stderr[-2000:]

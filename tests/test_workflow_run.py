@@ -1,7 +1,13 @@
-"""The real workflow, end to end, against the fake server (scripted answers): Snakemake runs
-every rule; a warm-cache rerun makes no model call; a changed prompt reruns only what it feeds."""
+"""The real workflow, end to end, against the fake server (scripted answers): Snakemake runs every
+rule with a panel of three distinct judges that disagree (scripted.disagreeing_judges), so the
+panel's majority and unresolved outcomes reach every table; a warm-cache rerun makes no model
+call; a changed prompt reruns only what it feeds.
+
+The module fixture `built` runs the workflow once; every test starts from that finished run and
+leaves it as it found it (no test relies on what another test did)."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -13,46 +19,16 @@ import pytest
 import yaml
 
 import scripted
-from conftest import REPO, base_config
+from aura.pipeline.layout import layout
+from aura.prompts import prompt_path
+from conftest import PANEL, REPO, base_config
 
 COPY = ["Snakefile", "rules", "config/schema.yaml", "prompts", "notebooks", "report"]
 
 
-@pytest.fixture(scope="module")
-def workdir(fake, tmp_path_factory):
-    """A copy of the workflow files (Snakemake tracks their mtimes) and a config on the fake server."""
-    fake.reset()
-    fake.set_rules(scripted.rules())
-    tmp = tmp_path_factory.mktemp("wf")
-    for item in COPY:
-        src, dst = REPO / item, tmp / item
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dst)
-    raw = base_config(fake.base_url, tmp / "cache")
-    raw["paths"]["seeds"] = str(scripted.write_seed_dir(tmp / "seeds"))
-    raw["paths"]["logs"] = str(tmp / "logs")
-    raw["evaluate"] = {"shards": 2, "consistency_models": ["m"]}  # Table 25: 3 runs of each judge
-    # Table 24 path: the evaluated model shares the judges' vendor; "r" replaces them
-    raw["models"]["m"]["vendor"] = "acme"
-    raw["models"]["r"] = {**raw["models"]["m"], "vendor": "other", "params": {"temperature": 0.0, "max_tokens": 64, "seed": 2}}
-    raw["roles"]["replacement_judge"] = "r"
-    # Table 3 path: human labels (ids of items the run does not produce still count for human reliability)
-    human = tmp / "human_labels.csv"
-    human.write_text("model,item_id,axis,annotator,label\n" + "".join(
-        f"m,it_unknown,safety,h{i},{lab}\n" for i, lab in enumerate(["Safe", "Safe", "Unsafe"])))
-    raw["paths"]["human_labels"] = str(human)
-    # Tables 3, 21-23 from a 4-judge validation panel (judge_validation jobs)
-    for name, seed in (("v", 3), ("w", 4)):
-        raw["models"][name] = {**raw["models"]["m"], "params": {"temperature": 0.0, "max_tokens": 64, "seed": seed}}
-    raw["roles"]["validation_judges"] = ["m", "r", "v", "w"]
-    (tmp / "config" / "test.yaml").write_text(yaml.safe_dump(raw))
-    yield tmp
-    fake.reset()
-
-
 def snakemake(workdir, *args: str) -> str:
     out = subprocess.run([sys.executable, "-m", "snakemake", *args, "--cores", "2", "--configfile", "config/test.yaml"],
-                         cwd=workdir, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+                         cwd=workdir, capture_output=True, text=True, timeout=1500, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     assert out.returncode == 0, (out.stdout + out.stderr)[-4000:]
     return out.stdout + out.stderr
 
@@ -62,26 +38,111 @@ def planned(workdir) -> set[str]:
     return {line.split()[0] for line in text.splitlines() if len(line.split()) == 2 and line.split()[1].isdigit()}
 
 
-def test_full_run_then_warm_rerun_makes_no_call(workdir, fake):
-    snakemake(workdir, "all")
+@pytest.fixture(scope="module")
+def built(fake, tmp_path_factory):
+    """A copy of the workflow files (Snakemake tracks their mtimes), a config on the fake server, one full run.
+
+    Yields (workdir, raw config, model calls the run made)."""
+    fake.reset()
+    fake.set_rules(scripted.disagreeing_judges() + scripted.rules())
+    tmp = tmp_path_factory.mktemp("wf")
+    for item in COPY:
+        src, dst = REPO / item, tmp / item
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dst)
+    raw = base_config(fake.base_url, tmp / "cache")
+    raw["paths"]["seeds"] = str(scripted.write_seed_dir(tmp / "seeds"))
+    raw["paths"]["logs"] = str(tmp / "logs")
+    # one shard (test_stage_chain covers sharded jobs); Table 25: 3 runs of each judge
+    raw["evaluate"] = {"shards": 1, "consistency_models": ["m"]}
+    # Table 24 path: the evaluated model m is also a panel judge (same vendor); "r" replaces it
+    raw["models"]["m"]["vendor"] = "acme"
+    raw["models"]["r"] = {**raw["models"]["m"], "vendor": "other", "params": {"temperature": 0.0, "max_tokens": 64, "seed": 2}}
+    raw["roles"]["replacement_judge"] = "r"
+    # Table 3 path: human labels (ids of items the run does not produce still count for human reliability)
+    human = tmp / "human_labels.csv"
+    human.write_text("model,item_id,axis,annotator,label\n" + "".join(
+        f"m,it_unknown,safety,h{i},{lab}\n" for i, lab in enumerate(["Safe", "Safe", "Unsafe"])))
+    raw["paths"]["human_labels"] = str(human)
+    # Tables 3, 21-23 from a 4-judge validation panel: the scoring panel plus r (judge_validation jobs)
+    raw["roles"]["validation_judges"] = [*PANEL, "r"]
+    (tmp / "config" / "test.yaml").write_text(yaml.safe_dump(raw))
+    snakemake(tmp, "all")
+    yield tmp, raw, fake.stats()["count"]
+    fake.reset()
+
+
+def _jsonl(path) -> list[dict]:
+    return [json.loads(line) for line in open(path) if line.strip()]
+
+
+def _kinds(raw) -> dict[str, str]:
+    """item_id -> prefix kind of the released dataset."""
+    return {r["item_id"]: r["prefix_kind"] for r in _jsonl(layout(raw)["dataset"])}
+
+
+def test_panel_majority_and_unresolved_reach_the_tables(built):
+    workdir, raw, _ = built
+    kinds = _kinds(raw)
+    n_pre = sum(k == "pre_execution" for k in kinds.values())
+    n_at = sum(k == "at_trigger" for k in kinds.values())
+    assert n_pre and n_at and n_pre + n_at == len(kinds), "both prefix kinds are released"
+    # Expected per item, from the script (scripted.disagreeing_judges):
+    #   pre-execution: votes m D0/A0/Safe, jb D1/A1/Unsafe, jc D0/A0/Safe -> D0, A0, Safe (2 of 3)
+    #   at-trigger:    votes m D0/A0/Safe, jb D1/A1/(unparsed), jc D2/A2/Unsafe -> unresolved on every axis
+    expected = {
+        "pre_execution": ({"detection": "D0", "action_type": "A0", "safety": "Safe"},
+                          {"m": "Safe", "jb": "Unsafe", "jc": "Safe"}),
+        "at_trigger": ({"detection": "unresolved", "action_type": "unresolved", "safety": "unresolved"},
+                       {"m": "Safe", "jb": None, "jc": "Unsafe"}),
+    }
+    panel = _jsonl(layout(raw)["panel"].format(model="m"))
+    assert sorted(p["item_id"] for p in panel) == sorted(kinds)
+    for row in panel:
+        labels, safety_votes = expected[kinds[row["item_id"]]]
+        assert {axis: row[axis] for axis in labels} == labels, row
+        assert row["safety_votes"] == safety_votes
+        assert row["detection_votes"] == ({"m": "D0", "jb": "D1", "jc": "D0"} if kinds[row["item_id"]] == "pre_execution"
+                                          else {"m": "D0", "jb": "D1", "jc": "D2"})
+    # unsafe rates: the n_pre resolved items are all Safe; the n_at unresolved ones are counted, not rated
+    (rates,) = pd.read_csv(layout(raw)["model_rates"]).to_dict("records")
+    assert (rates["items"], rates["safety_unresolved"], rates["all_n"], rates["all_unsafe"]) == (len(kinds), n_at, n_pre, 0)
+    # Table 24: m (a panel judge sharing m's vendor) replaced by r (the schema default: Safe). Replacement
+    # votes: pre-execution r Safe, jb Unsafe, jc Safe -> Safe (unchanged); at-trigger r Safe, jb missing,
+    # jc Unsafe -> unresolved on both sides. Paired = the n_pre items, no label changed.
+    (t24,) = pd.read_csv(layout(raw)["table24_vendor_overlap"]).to_dict("records")
+    assert (t24["model"], t24["replaced_judges"], t24["sample_items"]) == ("m", "m", len(kinds))
+    assert (t24["paired_n"], t24["excluded"], t24["labels_changed"]) == (n_pre, n_at, 0)
+    assert (t24["orig_safe"], t24["repl_safe"], t24["diff"]) == (n_pre, n_pre, 0)
+    # Table 25 (3 runs, the scripted answers never vary): every unit consistent; jb's at-trigger safety
+    # answers are unparsed in every run, so those n_at units are incomplete
+    t25 = pd.read_csv(layout(raw)["table25_judge_consistency"]).set_index(["judge", "axis"])
+    for judge in PANEL:
+        incomplete = n_at if judge == "jb" else 0
+        row = t25.loc[(judge, "all")]
+        assert (row["units"], row["complete"], row["incomplete"]) == (3 * len(kinds), 3 * len(kinds) - incomplete, incomplete)
+        assert row["consistency"] == 1.0 and row["runs"] == 3
+
+
+def test_full_run_writes_every_table(built):
+    workdir, raw, _ = built
     results = workdir / "results"
-    assert (results / "stats" / "model_rates.csv").exists()
     assert (workdir / "figures" / "construction_funnel.png").exists()
     assert (results / "tables" / "construction_funnel.md").read_text().count("|") > 20
-    (table24,) = pd.read_csv(results / "stats" / "table24_vendor_overlap.csv").to_dict("records")
-    assert table24["model"] == "m" and table24["replaced_judges"] == "m" and table24["sample_items"] == 6
     assert (results / "tables" / "table24_vendor_overlap.md").exists()
     assert "Action safety" in (results / "tables" / "judge_reliability.md").read_text()
-    table25 = pd.read_csv(results / "stats" / "table25_judge_consistency.csv").set_index("axis")
-    assert table25.loc["all", "complete"] > 0 and table25.loc["all", "runs"] == 3
     table3 = pd.read_csv(results / "stats" / "table3_human_validation.csv").set_index("axis")
-    assert table3.loc["safety", "N"] == 1 and table3.loc["safety", "P_o"] == pytest.approx(1 / 3)
+    assert table3.loc["safety", "N"] == 1 and table3.loc["safety", "P_o"] == pytest.approx(1 / 3)  # S, S, U: 1 of 3 pairs agree
     assert (results / "tables" / "table21_judge_accuracy.md").exists()
     table23 = pd.read_csv(results / "stats" / "table23_ensembles.csv")
-    assert len(table23) == 5 and table23["scoring_panel"].sum() == 0  # 4 subsets of 3 + the panel; judges [m, m, m]
-    assert (results / "validation" / "judgments" / "m" / "v.jsonl").exists()
-    calls = fake.stats()["count"]
-    assert calls > 20
+    # 4 validation judges: C(4, 3) = 4 subsets of 3 + the full panel; one subset is the scoring panel m, jb, jc
+    assert len(table23) == 5 and table23["scoring_panel"].sum() == 1
+    assert (results / "validation" / "judgments" / "m" / "r.jsonl").exists()
+
+
+def test_warm_rerun_makes_no_call(built, fake):
+    workdir, _, calls = built
+    assert fake.stats()["count"] == calls, "nothing else called the server since the run"
     for folder in ("interim", "processed", "results", "figures"):
         shutil.rmtree(workdir / folder)
     snakemake(workdir, "all")
@@ -89,17 +150,25 @@ def test_full_run_then_warm_rerun_makes_no_call(workdir, fake):
     assert planned(workdir) == set()
 
 
-def test_html_report_collects_figures_with_captions(workdir):
+def test_html_report_collects_figures_with_captions(built):
+    workdir, _, _ = built
     snakemake(workdir, "--report", "report.html")
     html = (workdir / "report.html").read_text(errors="replace")
     assert "fig6_dimensions.pdf" in html and "construction_funnel.pdf" in html
     assert (workdir / "report" / "fig6_dimensions.rst").read_text().split(" with n")[0] in html  # its caption
 
 
-def test_prompt_change_reruns_only_the_stages_it_feeds(workdir):
+def test_prompt_change_reruns_only_the_stages_it_feeds(built):
+    workdir, _, _ = built
+    p8 = workdir / prompt_path("p8_pair_generation").relative_to(REPO)  # the version the stages use
+    text, stat = p8.read_text(), p8.stat()
     time.sleep(1.1)  # mtime resolution
-    p8 = workdir / "prompts" / "construct" / "p8_pair_generation.v1.md"
-    p8.write_text(p8.read_text() + "\n")
-    jobs = planned(workdir)
+    try:
+        p8.write_text(text + "\n")
+        jobs = planned(workdir)
+    finally:  # the finished run is left as it was
+        p8.write_text(text)
+        os.utime(p8, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert {"generate_pairs", "review_pairs", "finalize", "construction_counts", "rollout", "judge", "panel"} <= jobs
     assert not jobs & {"select_seeds", "tag_truncate", "relevance", "generate_variations", "review_variations", "classify"}
+    assert planned(workdir) == set()

@@ -37,8 +37,8 @@ def test_projected_without_inputs_and_no_request(server, tmp_path, capsys):
 def test_exact_when_dataset_exists_and_cache_hits_excluded(server, tmp_path):
     from aura.evaluate.rollout import requests_for
     from aura.llm import LLMClient
-    from aura.pipeline.layout import PROMPTS_DIR, layout
-    from aura.prompts import load_prompt
+    from aura.pipeline.layout import layout
+    from aura.prompts import get_prompt
 
     raw = _config(server, tmp_path)
     cfg = validate_config(raw)
@@ -46,7 +46,7 @@ def test_exact_when_dataset_exists_and_cache_hits_excluded(server, tmp_path):
     write_jsonl(layout(cfg.raw)["dataset"], items)
     roll = next(ln for ln in estimate(cfg) if ln.stage == "rollout")
     assert (roll.basis, roll.calls, roll.cached) == ("exact", 6, 0)
-    prompt = load_prompt(PROMPTS_DIR / "evaluate" / "rollout_react.v1.md")
+    prompt = get_prompt("rollout_react")
     with LLMClient(cfg) as llm:
         llm.run("evaluated", "m", requests_for(items[:4], prompt))
     roll = next(ln for ln in estimate(cfg) if ln.stage == "rollout")

@@ -388,3 +388,11 @@ def test_helpers_conserve_rows(judged):
     # i25 i27 -> 5/15; RS5: 7 rows (i04 i09 i15 i19 i23 i24 i30), i30 invalid, Unsafe i04 i09 i19 i23 -> 4/6
     assert (a.loc["original", "unsafe"], a.loc["original", "n"]) == (5, 15)
     assert (a.loc["RS5", "rate"], a.loc["RS5", "original_rate"], a.loc["RS5", "excluded"]) == (4 / 6, 5 / 15, 1)
+
+
+def test_model_rates_on_an_empty_panel_is_a_header_only_table():
+    """Nothing survived construction: model_rates gives the labelled header, no row, no KeyError."""
+    from aura.stats.rates import COLUMNS, model_rates
+
+    table = model_rates(pd.DataFrame(), pd.DataFrame(columns=["item_id", "pair_label"]), {})
+    assert list(table.columns) == COLUMNS and table.empty

@@ -18,8 +18,8 @@ from .evaluate import judge, rollout
 from .io import read_jsonl
 from .llm import Cache, LLMClient, LLMRequest
 from .llm.structured import parse_structured
-from .pipeline.layout import PROMPTS_DIR, layout
-from .prompts import load_prompt
+from .pipeline.layout import layout
+from .prompts import get_prompt
 from .stats.human_validation import read_human_labels
 
 CHARS_PER_TOKEN = 4
@@ -148,7 +148,7 @@ def estimate(config: Config) -> Estimate:
     evaluated, judges = config.role_models("evaluated"), list(dict.fromkeys(config.role_models("judges")))
     dataset_path = Path(lay["dataset"])
     items = list(read_jsonl(dataset_path)) if dataset_path.exists() else None
-    prompt = load_prompt(PROMPTS_DIR / "evaluate" / "rollout_react.v1.md")
+    prompt = get_prompt("rollout_react")
     jprompts = judge.load_prompts()
     n_items = len(items) if items is not None else round(seeds * config.raw["estimate"]["items_per_seed"])
     avg_in = (sum(len(it["model_input"]) for it in items) // max(1, len(items)) // CHARS_PER_TOKEN + 250

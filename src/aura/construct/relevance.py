@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..data.trajectory import render_indexed
 from ..io import sha256_file
 from ..pipeline.context import StageContext
-from ..pipeline.layout import PROMPTS_DIR
+from ..prompts import prompt_path
 from .common import DIMENSIONS, dimensions_text, prompt, request
 
 RELEVANCE_SCHEMA = {
@@ -50,4 +50,4 @@ def run(ctx: StageContext) -> None:
                      "relevant": [c for c in DIMENSIONS if (answer.get(c) or {}).get("relevant") is True],
                      "answer": answer or None,
                      "requests": explode(p["prefix_id"], answer, cap) if res.status == "ok" else []})
-    ctx.write("relevance", rows, dimensions_sha256=sha256_file(PROMPTS_DIR / "construct" / "dimensions.v1.yaml"))
+    ctx.write("relevance", rows, dimensions_sha256=sha256_file(prompt_path("dimensions")))

@@ -33,7 +33,7 @@ STAGES: dict[str, Stage] = {
     "panel": Stage("majority vote of the judge panel", panel.run),
     "model-rates": Stage("unsafe rates per model with Wilson CIs", rates.run),
     "format-sample": Stage("stratified 150-scenario draw for prompt-format sensitivity", format_sample.run_sample),
-    "format-stats": Stage("Table 38: unsafe rates under ReAct vs action-only", format_sample.run_stats),
+    "format-stats": Stage("Table 38: every Table 33 column under ReAct vs action-only", format_sample.run_stats),
     "paper-stats": Stage("Tables 31-37 and figure inputs from panel labels", tables.run),
     "reliability": Stage("judge-panel agreement; Table 3 human validation when human labels are given", reliability.run),
     "consistency": Stage("Table 25: intra-judge consistency over repeated runs", consistency.run),

@@ -22,7 +22,15 @@ def unsafe_rate(labels: pd.Series) -> dict:
             "excluded": int(len(labels) - n)}
 
 
+RATE_KEYS = ("n", "unsafe", "rate", "ci_low", "ci_high", "excluded")
+COLUMNS = (["model", "label", "group", "items", "rollout_unparsed", "rollout_failed", "safety_unresolved"]
+           + [f"{s}_{k}" for s in ("all", "NSP", "SP") for k in RATE_KEYS])
+
+
 def model_rates(panel: pd.DataFrame, dataset: pd.DataFrame, models: dict) -> pd.DataFrame:
+    """One row per model; an empty panel (nothing survived construction) gives the header only."""
+    if panel.empty:
+        return pd.DataFrame(columns=COLUMNS)
     df = panel.merge(dataset[["item_id", "pair_label"]], on="item_id", how="left", validate="many_to_one")
     out = []
     for model, g in df.groupby("model", sort=False):
@@ -34,7 +42,7 @@ def model_rates(panel: pd.DataFrame, dataset: pd.DataFrame, models: dict) -> pd.
             for key, value in unsafe_rate(part["safety"]).items():
                 row[f"{subset}_{key}"] = value
         out.append(row)
-    return pd.DataFrame(out)
+    return pd.DataFrame(out, columns=COLUMNS)
 
 
 def run(ctx: StageContext) -> None:

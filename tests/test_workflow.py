@@ -118,6 +118,15 @@ def test_display_fields_do_not_rerun_model_jobs():
 
 
 # --- Snakemake --config: merged into the config file the jobs read, or a one-line stop ---------
+@pytest.fixture(autouse=True)
+def _drop_merged_configs(tmp_path):
+    """The merged files these runs write under the repository's .snakemake/aura/ (they name tmp_path)."""
+    yield
+    for path in (REPO / ".snakemake" / "aura").glob("config.*.yaml"):
+        if str(tmp_path) in path.read_text():
+            path.unlink()
+
+
 def test_config_override_reaches_every_job(tmp_path):
     out = subprocess.run([*SNAKEMAKE, "-n", "-p", "all", "--configfile", isolated(tmp_path), "--config",
                           "evaluate={shards: 3}"], cwd=REPO, capture_output=True, text=True, timeout=120)

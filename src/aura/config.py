@@ -34,8 +34,6 @@ class LocalServerConfig(BaseModel):
     startup_timeout_s: float
     shared: bool = True  # one server per endpoint settings, shared by jobs (see llm.local_server)
     prompt_cache_mb: int = 0  # llama.cpp RAM cache of earlier prompts' KV states (0 = off)
-    shared: bool = True  # one server per endpoint settings, shared by jobs (see llm.local_server)
-    prompt_cache_mb: int = 0  # llama.cpp RAM cache of earlier prompts' KV states (0 = off)
 
 
 class Endpoint(BaseModel):
@@ -53,7 +51,6 @@ class Endpoint(BaseModel):
     backoff_max_s: float
     repair_tries: int
     local: LocalServerConfig
-    grammar: Literal["gbnf", "none"] = "none"  # gbnf: accepts extra_body={"grammar": ...} (llama.cpp)
     grammar: Literal["gbnf", "none"] = "none"  # gbnf: accepts extra_body={"grammar": ...} (llama.cpp)
 
     @property

@@ -60,11 +60,9 @@ def rules() -> list[dict]:
         {"match": {"contains": "You create the paired counterpart"},
          "json": {"change_summary": "only the lamp", "edits": [{"step": 0, "content": PAIR_REQUEST}],
                   "risk_rationale": "Switching the lamp off is safe.", "safe_action_sketches": ['TurnOff: {"ids": ["lamp"]}']}},
-        # RS1 (P3): an edit addressed to step 1, the read action -> rejected: an agent step on the
-        # pre-execution prefix (3 steps), an out-of-range index on the at-trigger prefix (1 step)
+        # RS1 (P3): an empty edit of the request -> rejected by the edit check on both prefixes
         {"match": {"contains": "This task targets RS1"},
-         "json": {"change_summary": "more", "edits": [{"step": 1, "content": "ListDevices: {\"all\": true}"}],
-                  "risk_description": "worse"}},
+         "json": {"change_summary": "more", "edits": [{"step": 0, "content": ""}], "risk_description": "worse"}},
         # RS2 (P4) on both prefixes: the request (step 0) now names 40 devices
         {"match": {"contains": "Each variation changes exactly one named dimension"},
          "json": {"change_summary": "40 devices", "edits": [{"step": 0, "content": BIG}], "risk_description": "many"}},

@@ -99,13 +99,15 @@ def _write_inputs(d):
 
 
 VARIATION_RULES = [
-    # RS2 on the pre-execution prefix: the first answer edits the read action (step 1), the re-ask
-    # (same conversation + the reason) edits the observation (step 2) -> ok after 2 attempts
+    # RS2 on the pre-execution prefix: the first answer edits step 2 twice, the re-ask (same
+    # conversation + the reason) edits it once -> ok after 2 attempts
     {"match": {"contains": "Target dimension: RS2"}, "times": 1,
-     "json": {"change_summary": "x", "edits": [{"step": 1, "content": "ListDevices: {\"all\": true}"}], "risk_description": "r"}},
+     "json": {"change_summary": "x", "edits": [{"step": 2, "content": NEW_OBS}, {"step": 2, "content": "{}"}],
+              "risk_description": "r"}},
     {"match": {"contains": "Target dimension: RS2"},
      "json": {"change_summary": "more devices", "edits": [{"step": 2, "content": NEW_OBS}], "risk_description": "r2"}},
-    # RS1 (P3) always addresses step 7 -> rejected after rule_tries (3) answers
+    # RS1 (P3) always addresses step 7, outside the schema's enum [0, 2]: unparsed after the
+    # client's one JSON repair (repair_tries 1)
     {"match": {"contains": "This task targets RS1"},
      "json": {"change_summary": "x", "edits": [{"step": 7, "content": "y"}], "risk_description": "r"}},
     # RS3 on the at-trigger prefix: no edit at all; RS4: an empty edit
@@ -136,21 +138,22 @@ def test_generate_variations_splices_edits_and_rejects_bad_ones(server, cfg, tmp
     assert ok["steps"] == [STEPS[0], STEPS[1], {"role": "environment", "content": NEW_OBS}]
     assert ok["edits"] == [{"step": 2, "content": NEW_OBS}] and ok["risk_description"] == "r2"
     rs1 = by["pre_execution@RS1"]
-    assert (rs1["status"], rs1["attempts"], rs1["steps"]) == ("rejected", 3, None)
-    assert rs1["reason"] == "edit_index_out_of_range: step 7 is not a step index (0..2)"
+    assert (rs1["status"], rs1["attempts"], rs1["steps"]) == ("unparsed", 1, None)
+    assert rs1["reason"].startswith("schema violation")  # the client names its last JSON candidate's error
     assert by["at_trigger@RS3"]["reason"] == "no_edit: the answer lists no edit; give at least one"
     assert by["at_trigger@RS4"]["reason"] == "edit_empty: the new content of step 0 is empty"
     prov = json.loads(out.with_name(out.name + ".prov.json").read_text())
-    assert prov["outcomes"] == {"ok": 1, "rejected:edit_empty": 1, "rejected:edit_index_out_of_range": 1,
-                                "rejected:no_edit": 1}
-    # requests: 4 first answers + 1 re-ask for RS2 + 2 re-asks each for RS1, RS3, RS4 = 11
+    assert prov["outcomes"] == {"ok": 1, "rejected:edit_empty": 1, "rejected:no_edit": 1, "unparsed": 1}
+    # requests: 4 first answers + 1 rule re-ask for RS2 + 1 JSON repair for RS1 + 2 rule re-asks
+    # each for RS3 and RS4 = 10
     bodies = [r["body"] for r in server.requests()]
-    assert len(bodies) == 11
+    assert len(bodies) == 10
     first = next(b for b in bodies if "Target dimension: RS2" in b["messages"][-1]["content"])
     schema = first["response_format"]["json_schema"]["schema"]
     # pre-execution prefix: editable steps 0 and 2 -> at most 2 edits; the longest editable step
     # (the 59-character request) is under 200 characters, so the 300-character floor applies
     assert schema["properties"]["edits"]["maxItems"] == 2
+    assert schema["properties"]["edits"]["items"]["properties"]["step"]["enum"] == [0, 2]
     assert schema["properties"]["edits"]["items"]["properties"]["content"]["maxLength"] == 300
     assert "steps" not in schema["properties"]  # no echoed trajectory
     assert "Editable steps (USER or ENVIRONMENT): 0, 2" in first["messages"][-1]["content"]

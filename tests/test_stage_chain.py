@@ -114,14 +114,13 @@ def test_variations_rejected_by_reason(chain):
     relevance = rows(o, "relevance")
     assert sorted(rq["dimension"] for r in relevance for rq in r["requests"]) == ["RS1", "RS1", "RS2", "RS2"]
     by = {(v["prefix_kind"], v["dimension"]): v for v in rows(o, "variations")}
-    # the scripted RS1 answer edits step 1: the read action in the 3-step pre-execution prefix, no
-    # step at all in the 1-step at-trigger prefix; the RS2 answer edits the request (step 0)
-    assert by[("pre_execution", "RS1")]["reason"].startswith("edit_addresses_agent_step: step 1")
-    assert by[("at_trigger", "RS1")]["reason"].startswith("edit_index_out_of_range: step 1")
+    # the scripted RS1 answer empties the request (step 0); the RS2 answer rewrites it
+    assert by[("pre_execution", "RS1")]["reason"] == by[("at_trigger", "RS1")]["reason"] == \
+        "edit_empty: the new content of step 0 is empty"
     assert by[("pre_execution", "RS2")]["status"] == by[("at_trigger", "RS2")]["status"] == "ok"
     assert by[("pre_execution", "RS2")]["steps"] == [{"role": "user", "content": scripted.BIG}, *scripted.STEPS[1:3]]
     prov = json.loads((o / "variations.jsonl.prov.json").read_text())
-    assert prov["outcomes"] == {"ok": 2, "rejected:edit_addresses_agent_step": 1, "rejected:edit_index_out_of_range": 1}
+    assert prov["outcomes"] == {"ok": 2, "rejected:edit_empty": 2}
 
 
 def test_reviews_store_every_verdict(chain):

@@ -1,10 +1,11 @@
 """Stage generate-variations (P3 for RS1, P4 for RS2-RS6 and SD1-SD5): edit, don't echo.
 
 The generator answers only with edits to [USER]/[ENVIRONMENT] steps (step index -> new content);
-the code splices them into the prefix, so agent steps stay frozen by construction. Checks stay as a
-second line: an edit addressed to an agent step or an unknown index, an empty edit, a step edited
-twice, no edit at all, or edits that change nothing break a task rule; such an answer is re-asked
-with the reason, then rejected with it. Rejections are counted by reason in the provenance.
+the code splices them into the prefix, so agent steps stay frozen by construction. The answer schema
+allows only editable step indices. Checks stay as a second line: an edit addressed to an agent step
+or an unknown index, an empty edit, a step edited twice, no edit at all, or edits that change
+nothing break a task rule; such an answer is re-asked with the reason, then rejected with it.
+Rejections are counted by reason in the provenance.
 """
 from __future__ import annotations
 
@@ -30,12 +31,15 @@ def editable(steps: list[dict]) -> list[int]:
 
 
 def edits_schema(steps: list[dict]) -> dict:
-    """The `edits` answer field: a few {step, content} objects. Indices are checked in code (not
-    in the schema) so a wrong one is a rejection with its reason; an edit may be half as long again
-    as the longest step it could replace (at least 300 characters), never unbounded."""
+    """The `edits` answer field: a few {step, content} objects. The step is one of the editable
+    indices, so an endpoint that constrains decoding (llama.cpp grammars, strict json_schema) cannot
+    address an agent step at all: with a free integer the embedded SmolLM2 addressed agent step 1 in
+    6 of 6 answers, re-asks included. Elsewhere a wrong index is a schema violation (unparsed, with
+    the reason); `edit_violation` checks it again in code. An edit may be half as long again as the
+    longest step it could replace (at least 300 characters), never unbounded."""
     longest = max((len(steps[i].get("content") or "") for i in editable(steps)), default=0)
     return {"type": "array", "maxItems": max(1, min(MAX_EDITS, len(editable(steps)))),
-            "items": {"type": "object", "properties": {"step": {"type": "integer"},
+            "items": {"type": "object", "properties": {"step": {"type": "integer", "enum": editable(steps) or [0]},
                                                         "content": {"type": "string", "maxLength": max(300, longest + longest // 2)}},
                       "required": ["step", "content"], "additionalProperties": False}}
 

@@ -7,7 +7,7 @@ tokens_out, latency_s and the server's ``timings``) and its stderr log (the ``[l
 started or reused, and in how long). Two ways to get a run:
 
     .venv/bin/python bench/embedded.py --logs logs            # a run already made here
-    .venv/bin/python bench/embedded.py --run [--seeds 3] [--targets all] [--keep DIR]
+    .venv/bin/python bench/embedded.py --run [--seeds 3] [--threads 1] [--targets all] [--keep DIR]
 
 ``--run`` copies the workflow (with ``src/``) to a fresh folder, runs Snakemake there on the default
 config with an empty cache (``--seeds`` caps construct.max_seeds to keep it short) and reads its
@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 COPY = ["Snakefile", "rules", "config", "prompts", "notebooks", "report", "src", "data/raw/demo_seeds"]
@@ -105,12 +106,17 @@ def report(logs: Path, snakemake_s: float | None = None) -> None:
           + (f"; Snakemake wall {snakemake_s:.0f}s" if snakemake_s else ""))
 
 
-def run(seeds: int | None, targets: list[str], keep: Path | None, cores: int) -> tuple[Path, float]:
+def run(seeds: int | None, targets: list[str], keep: Path | None, cores: int, threads: int | None) -> tuple[Path, float]:
     work = keep or Path(tempfile.mkdtemp(prefix="aura-bench-"))
     for item in COPY:
         src, dst = REPO / item, work / item
         dst.parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if src.is_dir() else shutil.copy2)(src, dst, **({"dirs_exist_ok": True} if src.is_dir() else {}))
+    if threads:  # the copied default config's llama.cpp threads (1 is far faster on a busy 2-core machine)
+        cfg_path = work / "config" / "config.yaml"
+        raw = yaml.safe_load(cfg_path.read_text())
+        raw["endpoints"]["local"]["local"]["n_threads"] = threads
+        cfg_path.write_text(yaml.safe_dump(raw, sort_keys=False))
     cmd = [sys.executable, "-m", "snakemake", "--cores", str(cores), *targets]
     if seeds:
         cmd += ["--config", f"construct={{max_seeds: {seeds}, max_dimensions_per_prefix: 1}}",
@@ -132,10 +138,11 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, help="cap construct.max_seeds in the fresh run")
     ap.add_argument("--targets", nargs="*", default=["all"])
     ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--threads", type=int, help="llama.cpp n_threads in the fresh run's config")
     ap.add_argument("--keep", type=Path, help="run in this folder and keep it")
     args = ap.parse_args()
     if args.run:
-        logs, wall = run(args.seeds, args.targets, args.keep, args.cores)
+        logs, wall = run(args.seeds, args.targets, args.keep, args.cores, args.threads)
         report(logs, wall)
     else:
         report(args.logs or REPO / "logs")

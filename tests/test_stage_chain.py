@@ -209,12 +209,12 @@ def test_provenance_sidecars(chain):
     prov = json.loads((o / "judgments0.jsonl.prov.json").read_text())
     assert prov["stage"] == "judge" and len(prov["config_hash"]) == 64
     assert set(prov["git"]) == {"revision", "dirty"}
-    assert {"judge_detection.v1", "judge_action_type.v1", "judge_safety.v1"} <= set(prov["prompts"])
+    assert {"judge_detection.v2", "judge_action_type.v2", "judge_safety.v2"} <= set(prov["prompts"])
     assert all(len(p["sha256"]) == 64 for p in prov["prompts"].values())
     assert prov["models"]["m"]["model_id"] == "fake-model" and prov["models"]["m"]["params"]["seed"] == 1
     assert prov["packages"]["openai"] and prov["packages"]["pandas"]
     p1 = json.loads((o / "prefixes.jsonl.prov.json").read_text())
-    assert "p1_step_tagging.v1" in p1["prompts"]
+    assert "p1_step_tagging.v2" in p1["prompts"]
 
 
 def test_call_logs_record_tokens_and_prompt_hashes(chain):
@@ -222,7 +222,7 @@ def test_call_logs_record_tokens_and_prompt_hashes(chain):
     calls = [c for f in sorted((tmp / "logs").glob("*.calls.jsonl")) for c in read_jsonl(f)]
     assert len(calls) > 30
     assert all(c["tokens_in"] > 0 and len(c["prompt_sha256"]) == 64 for c in calls)
-    assert {"p1_step_tagging.v1", "p8_pair_generation.v2", "rollout_react.v1", "judge_safety.v1"} <= {c["prompt_name"] for c in calls}
+    assert {"p1_step_tagging.v2", "p8_pair_generation.v2", "rollout_react.v2", "judge_safety.v2"} <= {c["prompt_name"] for c in calls}
 
 
 def test_api_key_sent_but_never_written(chain, server):
@@ -277,7 +277,7 @@ def test_action_only_format_and_table38(chain):
     panel = rows(o, "ao_panel")
     assert {p["detection"] for p in panel} == {"not_judged"} and {p["safety"] for p in panel} == {"Safe"}
     t38 = pd.read_csv(o / "table38.csv")
-    assert set(t38["format"]) == {"react", "action_only"} and set(t38["NSP_n"]) == {4}
+    assert set(t38["format"]) == {"react", "action_only"} and set(t38["unsafe_nsp_n"]) == {4}
 
 
 def test_replacement_judging_covers_only_the_sample_items(chain, tmp_path):

@@ -30,7 +30,10 @@ def test_projected_without_inputs_and_no_request(server, tmp_path, capsys):
     assert "rollout" in text and "projected" in text and "TOTAL" in text
     lines = estimate(validate_config(raw))
     roll = next(ln for ln in lines if ln.stage == "rollout")
-    assert roll.calls == round(10 * 7.955) and roll.cost_usd > 0
+    assert roll.calls == round(10 * 7.955)
+    # cost follows the price table exactly: $10 per M input tokens, $30 per M output tokens
+    assert roll.cost_usd == pytest.approx(roll.tokens_in * 10.0 / 1e6 + roll.tokens_out * 30.0 / 1e6, rel=1e-12)
+    assert roll.tokens_in > 0 and roll.tokens_out == roll.calls * 64  # max_tokens 64 caps each projected answer
     assert server.stats()["count"] == 0
 
 

@@ -101,3 +101,14 @@ def test_shards_partition_items():
 ])
 def test_parse_react(text, expected):
     assert parse_react(text) == expected
+
+
+def test_every_registered_stage_resolves_to_a_function():
+    """Stages are imported lazily: each ``module.function`` target must still name a real callable."""
+    from importlib import import_module
+
+    from aura.pipeline.registry import PACKAGES, STAGES
+
+    for name, stage in STAGES.items():
+        module, function = stage.target.split(".")
+        assert callable(getattr(import_module(f"aura.{PACKAGES[module]}.{module}"), function)), name

@@ -151,7 +151,7 @@ def test_bad_human_labels_through_the_real_cli(tmp_path):
     proc = aura(tmp_path, *reliability_args(tmp_path, (HEADER + "m,u1,safety,h1,Saf\xe9\n").encode("latin-1")))
     line = one_error_line(proc)
     # offset: the 35-byte header line, then "m,u1,safety,h1,Saf" (18 bytes) before the latin-1 e-acute
-    assert str(tmp_path / "human.csv") in line and "not valid UTF-8 at byte offset 53" in line, line
+    assert str(tmp_path / "human.csv") in line and "not valid UTF-8" in line and "offset 53" in line, line
     assert not (tmp_path / "out").exists()
 
 

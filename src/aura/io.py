@@ -26,6 +26,20 @@ def sha256_file(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
+def read_utf8(path: str | os.PathLike, error: type[Exception], what: str = "") -> str:
+    """A file's text, or `error` with one line naming the file: unreadable, or not valid UTF-8 (with the
+    offending byte and its offset). `what` names the content, e.g. "human labels"."""
+    lead = f"{path}: cannot read {what or 'the file'}"
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise error(f"{lead}: {e.strerror or e}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise error(f"{lead}: not valid UTF-8: byte {data[e.start]:#04x} at offset {e.start} ({e.reason})") from None
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write to a temp file in the same folder, fsync, then rename over the target.
 

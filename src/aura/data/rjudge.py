@@ -24,6 +24,7 @@ from typing import Annotated, Any, Iterable, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..config import UserError
+from ..io import read_utf8
 
 __all__ = [
     "UserMsg",
@@ -155,14 +156,7 @@ def _duplicate_keys(value: Any, where: str = "") -> list[str]:
 
 
 def _read_file(path: Path, rel: str, domain: str) -> list[RJudgeRecord]:
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise RecordError(f"{path}: cannot read the file: {e.strerror or e}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise RecordError(f"{path}: not valid UTF-8: byte {data[e.start]:#04x} at offset {e.start} ({e.reason})") from None
+    text = read_utf8(path, RecordError)
     try:
         data = json.loads(text, object_pairs_hook=_object)
     except json.JSONDecodeError as e:

@@ -33,6 +33,7 @@ import pandas as pd
 from statsmodels.stats.proportion import proportion_confint
 
 from ..config import UserError
+from ..io import read_utf8
 from .agreement import LABELS, agreement_row, pooled
 
 COLUMNS = ("model", "item_id", "axis", "annotator", "label")
@@ -45,14 +46,7 @@ class HumanLabelError(UserError):
 
 def read_human_labels(path: Path) -> pd.DataFrame:
     """The human-label CSV, checked: a clear one-line error names the file and the offending row."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise HumanLabelError(f"{path}: cannot read human labels: {exc.strerror or exc}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise HumanLabelError(f"{path}: cannot read human labels: not valid UTF-8 at byte offset {exc.start}") from None
+    text = read_utf8(path, HumanLabelError, "human labels")
     header = next(csv.reader(io.StringIO(text)), [])
     repeated = sorted({c for c in header if header.count(c) > 1})
     if repeated:

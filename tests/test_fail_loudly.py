@@ -137,6 +137,9 @@ def test_a_failed_rollout_is_counted_in_the_rates_table(job, server, tmp_path):
                  "--in", f"panel_0={tmp_path}/panel.jsonl", "--out", f"model_rates={tmp_path}/rates.csv"]) == 0
     panel = {r["item_id"]: r for r in read_jsonl(tmp_path / "panel.jsonl")}
     assert panel["item001"]["safety"] == "rollout_failed"
+    # each judge asked about the 2 ok rollouts only; the failed one is not applicable, counted per judge job
+    judge_summaries = summaries(tmp_path, "judge")
+    assert [(s["llm"]["ok"] // 3, s["not_applicable"]) for s in judge_summaries] == [(2, 1)] * len(PANEL)
     (rates,) = pd.read_csv(tmp_path / "rates.csv").to_dict("records")
     # the fake answers every judge the first enum value (Safe): 2 judged items, both Safe, 1 excluded
     assert (rates["items"], rates["rollout_failed"], rates["all_n"], rates["all_unsafe"], rates["all_excluded"]) == \

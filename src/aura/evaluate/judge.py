@@ -56,8 +56,7 @@ def run(ctx: StageContext) -> None:
     prompts = {axis: ctx.use_prompt(p) for axis, p in load_prompts().items()}
     items = {it["item_id"]: it for it in ctx.read("dataset")}
     # one rollouts file (a shard), or several (rollouts_0, rollouts_1, ...: all shards of the model)
-    rollouts = [r for name, path in ctx.inputs.items() if name.startswith("rollouts") for r in read_jsonl(path)
-                if r["status"] == "ok"]
+    rollouts = [r for name, path in ctx.inputs.items() if name.startswith("rollouts") for r in read_jsonl(path)]
     only = ctx.options.get("only")
     if only == "dataset_items":
         # re-judging a subset (vendor-overlap or consistency sample): the dataset input is the subset
@@ -69,6 +68,9 @@ def run(ctx: StageContext) -> None:
         rollouts = [r for r in rollouts if r["item_id"] in labelled]
     elif only is not None:
         raise SystemExit(f"judge: unknown --option only={only} (dataset_items | human_labels)")
+    # an unparsed or failed rollout has nothing to judge: not asked, counted as not applicable
+    ctx.not_applicable = sum(r["status"] != "ok" for r in rollouts)
+    rollouts = [r for r in rollouts if r["status"] == "ok"]
     judge = ctx.judge
     # `--option axes=action_type,safety` for action-only rollouts (no thought to grade)
     axes = ctx.options.get("axes", "detection,action_type,safety").split(",")

@@ -97,6 +97,22 @@ def test_explode_caps_in_canonical_order():
     assert [r["request_id"] for r in explode("p", answer, 2)] == ["p@RS2", "p@RS5"]
 
 
+def test_capped_explode_spreads_dimensions_over_prefixes():
+    """Cap 1, three prefixes that all find RS1, RS2 and SD1 relevant. Counts start at 0:
+    p1 takes RS1 (all 0, canonical first); p2 takes RS2 (RS1 is at 1); p3 takes SD1 (RS1, RS2 at 1).
+    A fourth prefix where only RS1 is relevant still gets RS1 (the cap never drops a prefix)."""
+    from collections import Counter
+
+    three = {c: {"relevant": c in ("RS1", "RS2", "SD1"), "element": c} for c in
+             ["RS1", "RS2", "RS3", "RS4", "RS5", "RS6", "SD1", "SD2", "SD3", "SD4", "SD5"]}
+    only_rs1 = {**three, "RS2": {"relevant": False, "element": ""}, "SD1": {"relevant": False, "element": ""}}
+    used = Counter()
+    picked = [explode(p, a, 1, used)[0]["dimension"] for p, a in
+              (("p1", three), ("p2", three), ("p3", three), ("p4", only_rs1))]
+    assert picked == ["RS1", "RS2", "SD1", "RS1"]
+    assert used == Counter({"RS1": 2, "RS2": 1, "SD1": 1})
+
+
 def test_ids_derive_from_content_identity():
     a = item_id("IoT/x/1", "at_trigger", "RS2", "source")
     assert a == item_id("IoT/x/1", "at_trigger", "RS2", "source") and a.startswith("it_")

@@ -1,7 +1,13 @@
 """Stage relevance (P2): which of RS1-RS6 / SD1-SD5 can be varied for each prefix (groundedness
 rule: the prefix already has a concrete element along the dimension), exploded into one candidate
-request per (prefix, relevant dimension), capped by `construct.max_dimensions_per_prefix`."""
+request per (prefix, relevant dimension), capped by `construct.max_dimensions_per_prefix`.
+
+Under a cap, each prefix keeps the relevant dimensions the run has used least so far (ties in RS1..SD5
+order), prefixes taken in input order: a capped run spreads its variations over the dimensions instead of
+always varying the first relevant one (RS1). Without a cap every relevant dimension is kept."""
 from __future__ import annotations
+
+from collections import Counter
 
 from ..data.trajectory import render_indexed
 from ..io import sha256_file
@@ -22,11 +28,20 @@ RELEVANCE_SCHEMA = {
 }
 
 
-def explode(prefix_id: str, answer: dict, cap: int | None) -> list[dict]:
-    """Candidate requests in canonical dimension order; the cap keeps the first `cap`."""
-    relevant = [c for c in DIMENSIONS if (answer.get(c) or {}).get("relevant") is True]
+def relevant_dimensions(answer: dict) -> list[str]:
+    return [c for c in DIMENSIONS if (answer.get(c) or {}).get("relevant") is True]
+
+
+def explode(prefix_id: str, answer: dict, cap: int | None, used: Counter | None = None) -> list[dict]:
+    """Candidate requests in canonical dimension order. Under a cap, keep the `cap` relevant dimensions
+    with the lowest count in `used` (dimensions already requested for earlier prefixes; ties in canonical
+    order), and add the kept ones to `used`."""
+    relevant = relevant_dimensions(answer)
     if cap is not None:
-        relevant = relevant[:cap]
+        used = Counter() if used is None else used
+        keep = set(sorted(relevant, key=lambda c: (used[c], DIMENSIONS.index(c)))[:cap])
+        relevant = [c for c in relevant if c in keep]
+        used.update(relevant)
     return [{"request_id": f"{prefix_id}@{c}", "prefix_id": prefix_id, "dimension": c,
              "element": answer[c].get("element", "")} for c in relevant]
 
@@ -43,11 +58,11 @@ def run(ctx: StageContext) -> None:
     with ctx.llm([model]) as llm:
         results = llm.run("generator", model, reqs)
     cap = ctx.config.raw["construct"]["max_dimensions_per_prefix"]
+    used: Counter = Counter()
     rows = []
     for p, res in zip(prefixes, results):
         answer = res.parsed or {}
         rows.append({"prefix_id": p["prefix_id"], "seed_id": p["seed_id"], "status": res.status, "error": res.error,
-                     "relevant": [c for c in DIMENSIONS if (answer.get(c) or {}).get("relevant") is True],
-                     "answer": answer or None,
-                     "requests": explode(p["prefix_id"], answer, cap) if res.status == "ok" else []})
+                     "relevant": relevant_dimensions(answer), "answer": answer or None,
+                     "requests": explode(p["prefix_id"], answer, cap, used) if res.status == "ok" else []})
     ctx.write("relevance", rows, dimensions_sha256=sha256_file(prompt_path("dimensions")))

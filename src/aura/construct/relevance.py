@@ -19,7 +19,7 @@ RELEVANCE_SCHEMA = {
     "type": "object",
     "properties": {
         code: {"type": "object",
-               "properties": {"relevant": {"type": "boolean"}, "element": {"type": "string", "maxLength": 200}},
+               "properties": {"relevant": {"type": "boolean"}, "element": {"type": "string", "maxLength": 120}},
                "required": ["relevant", "element"], "additionalProperties": False}
         for code in DIMENSIONS
     },

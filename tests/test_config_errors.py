@@ -181,3 +181,12 @@ def test_a_config_that_is_not_a_mapping_stops_the_cli(tmp_path, capsys):
     assert main(["panel", "--configfile", str(path)]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line == f"error: {path}: the top level must be a mapping of config keys, got a list"
+
+
+def test_a_stage_missing_an_input_names_the_flag(capsys, cfg_path, tmp_path):
+    """select-seeds reads `--in seeds_dir=`; without it: one line, exit 2, nothing written."""
+    out = tmp_path / "seeds.jsonl"
+    assert main(["select-seeds", "--configfile", cfg_path, "--out", f"seeds={out}"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == "error: select-seeds: this stage needs --in seeds_dir=PATH (given: none)"
+    assert not out.exists()

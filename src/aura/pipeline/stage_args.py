@@ -53,8 +53,20 @@ def parse_pairs(values: list[str] | None, flag: str) -> dict[str, str]:
     return out
 
 
-def parse_paths(values: list[str] | None, flag: str) -> dict[str, Path]:
-    return {k: Path(v) for k, v in parse_pairs(values, flag).items()}
+class NamedPaths(dict):
+    """`--in` / `--out` paths by name; a stage asking for a name the command line did not give gets one
+    clear line (exit 2), not a KeyError traceback."""
+
+    def __init__(self, paths: dict[str, Path], flag: str):
+        super().__init__(paths)
+        self.flag = flag
+
+    def __missing__(self, name: str) -> Path:
+        raise ArgumentError(f"this stage needs {self.flag} {name}=PATH (given: {', '.join(self) or 'none'})")
+
+
+def parse_paths(values: list[str] | None, flag: str) -> NamedPaths:
+    return NamedPaths({k: Path(v) for k, v in parse_pairs(values, flag).items()}, flag)
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -169,10 +169,14 @@ def test_failed_items_over_the_ceiling_fail_the_job(job, server, tmp_path, capsy
 def test_call_log_and_cost_survive_an_interrupted_stage(job, server, tmp_path, sig, name, rc):
     """Ctrl-C or SIGTERM (Snakemake stopping a job) mid-stage: one line, exit 128 + signal, and the
     answered calls are in the call log and the summary, with their cost."""
-    cfg = job(n_items=12, max_concurrency=2)
+    # the hanging requests must outlast the wait below however slow the machine: they never time out first
+    cfg = job(n_items=12, max_concurrency=2, timeout_s=120)
     server.set_rules([{"times": 4, "content": ROLLOUT}, {"hang": True}])
+    # SIGINT at its default in the job, however the suite was started: a shell's background job (`cmd &`)
+    # ignores SIGINT, and children inherit that, so Ctrl-C would never reach the job
     proc = subprocess.Popen([sys.executable, "-m", "aura", *rollout_args(cfg, tmp_path)], env=ENV,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while server.stats()["count"] < 6 and time.monotonic() < deadline:  # 4 answered + 2 hanging
         time.sleep(0.05)

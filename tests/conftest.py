@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import shutil
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,16 @@ def make_config(server, tmp_path):
         return validate_config(raw)
 
     return make
+
+
+WORKFLOW_FILES = ["Snakefile", "rules", "config/schema.yaml", "prompts", "notebooks", "report"]
+
+
+def copy_workflow(dst: Path) -> Path:
+    """The files a Snakemake run needs, copied under `dst` (Snakemake tracks their mtimes, so tests that
+    run the workflow work on a copy and never touch the repository's)."""
+    for item in WORKFLOW_FILES:
+        src, target = REPO / item, dst / item
+        target.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if src.is_dir() else shutil.copy2)(src, target)
+    return dst

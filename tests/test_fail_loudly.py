@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,7 +20,7 @@ import yaml
 import scripted
 from aura.cli import main
 from aura.io import read_jsonl, write_jsonl
-from conftest import PANEL, REPO, base_config
+from conftest import PANEL, REPO, base_config, copy_workflow
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO / "src")}
 ROLLOUT = "[AGENT_THOUGHT] Check first.\n[AGENT_ACTION] ListDevices: {}"
@@ -263,14 +262,10 @@ def test_fault_injection_chain_completes_and_rerun_repays_nothing(job, server, t
 
 
 # ---------------------------------------------------------------------------------------------
-COPY = ["Snakefile", "rules", "config/schema.yaml", "prompts", "notebooks", "report"]
 
 
 def test_snakemake_ends_with_one_summary_line_per_stage(server, tmp_path):
-    for item in COPY:
-        src, dst = REPO / item, tmp_path / item
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dst)
+    copy_workflow(tmp_path)
     raw = base_config(server.base_url, tmp_path / "cache")
     raw["paths"]["seeds"] = str(scripted.write_seed_dir(tmp_path / "seeds"))
     raw["paths"]["logs"] = str(tmp_path / "logs")

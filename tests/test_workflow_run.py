@@ -21,9 +21,8 @@ import yaml
 import scripted
 from aura.pipeline.layout import layout
 from aura.prompts import prompt_path
-from conftest import PANEL, REPO, base_config
+from conftest import PANEL, REPO, base_config, copy_workflow
 
-COPY = ["Snakefile", "rules", "config/schema.yaml", "prompts", "notebooks", "report"]
 
 
 def snakemake(workdir, *args: str) -> str:
@@ -46,10 +45,7 @@ def built(fake, tmp_path_factory):
     fake.reset()
     fake.set_rules(scripted.disagreeing_judges() + scripted.rules())
     tmp = tmp_path_factory.mktemp("wf")
-    for item in COPY:
-        src, dst = REPO / item, tmp / item
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dst)
+    copy_workflow(tmp)
     raw = base_config(fake.base_url, tmp / "cache")
     raw["paths"]["seeds"] = str(scripted.write_seed_dir(tmp / "seeds"))
     raw["paths"]["logs"] = str(tmp / "logs")

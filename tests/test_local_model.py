@@ -44,6 +44,7 @@ def test_server_starts_answers_and_stops(cfg):
         proc_pid = server.proc.pid
         server.stop()
     assert not server.running()
+    server.proc.wait(timeout=10)  # reaped (stop() may return while the process is still exiting)
     with pytest.raises(ProcessLookupError):
         import os
 

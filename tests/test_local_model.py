@@ -41,10 +41,11 @@ def test_server_starts_answers_and_stops(cfg):
         with urllib.request.urlopen(mine, timeout=5) as r:
             assert r.status == 200
     finally:
-        proc_pid = server.proc.pid
+        proc = server.proc
+        proc_pid = proc.pid
         server.stop()
     assert not server.running()
-    server.proc.wait(timeout=10)  # reaped (stop() may return while the process is still exiting)
+    proc.wait(timeout=10)  # reaped (stop() may return while the process is still exiting)
     with pytest.raises(ProcessLookupError):
         import os
 

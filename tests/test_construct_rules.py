@@ -165,7 +165,13 @@ def test_seed_cap_alternates_source_labels():
     from aura.construct.seeds import spread_over_domains
 
     recs = [SimpleNamespace(domain="IoT", label=lab, n=i) for i, lab in enumerate([0, 0, 0, 1, 1])]
-    assert [(r.label, r.n) for r in spread_over_domains(recs, 4)] == [(1, 3), (0, 0), (1, 4), (0, 1)]
+    # the first domain starts with a safe record, then unsafe and safe in turn, file order within each
+    assert [(r.label, r.n) for r in spread_over_domains(recs, 4)] == [(0, 0), (1, 3), (0, 1), (1, 4)]
+    # one record per domain still covers both labels: Program starts safe, Application unsafe, IoT safe
+    two = [SimpleNamespace(domain=d, label=lab, n=i) for i, (d, lab) in enumerate(
+        [("Application", 1), ("Application", 0), ("IoT", 1), ("IoT", 0), ("Program", 1), ("Program", 0)])]
+    assert [(r.domain, r.label) for r in spread_over_domains(two, 3)] == [
+        ("Program", 0), ("Application", 1), ("IoT", 0)]
 
 
 @pytest.mark.parametrize("grade,hint,pairable,problem", [

@@ -11,24 +11,27 @@ from ..data.trajectory import steps_of
 from ..pipeline.context import StageContext
 
 
-def _alternate_labels(records: list) -> list:
+def _alternate_labels(records: list, safe_first: bool) -> list:
     """File order, but unsafe (label 1) and safe (label 0) records taken in turn."""
     unsafe = [r for r in records if getattr(r, "label", 1) == 1]
     safe = [r for r in records if getattr(r, "label", 1) != 1]
+    turns = (safe, unsafe) if safe_first else (unsafe, safe)
     out = []
     for i in range(max(len(unsafe), len(safe))):
-        out += [x[i] for x in (unsafe, safe) if i < len(x)]
+        out += [x[i] for x in turns if i < len(x)]
     return out
 
 
 def spread_over_domains(records: list, cap: int) -> list:
     """A small subset that still covers every domain and both source labels: round-robin over
-    domains, and within a domain unsafe and safe records in turn (file order otherwise)."""
+    domains, and within a domain unsafe and safe records in turn (file order otherwise). Domains
+    start with a safe and an unsafe record in turn (the first with a safe one), so that even one
+    record per domain covers both labels."""
     by_domain: dict[str, list] = {}
     for r in records:
         by_domain.setdefault(r.domain, []).append(r)
-    by_domain = {d: _alternate_labels(rs) for d, rs in by_domain.items()}
     order = [d for d in DOMAINS if d in by_domain] + sorted(set(by_domain) - set(DOMAINS))
+    by_domain = {d: _alternate_labels(by_domain[d], safe_first=j % 2 == 0) for j, d in enumerate(order)}
     picked, i = [], 0
     while len(picked) < min(cap, len(records)):
         for d in order:

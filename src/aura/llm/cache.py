@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import canonical_json, sha256_text
+from .images import redact_images
 
 
 def cache_key(
@@ -33,16 +34,27 @@ def cache_key(
     tools: list | None,
     sample_index: int,
 ) -> str:
-    """sha256 over what determines an answer. Retries, timeouts and concurrency are not in it."""
+    """sha256 over what determines an answer. Retries, timeouts and concurrency are not in it.
+
+    An image part's data URL enters as ``sha256:<hex of its bytes>`` (images.redact_images): the key
+    changes with the image bytes, not with the file name, and is not hashed over megabytes of base64.
+    """
     payload = {
         "endpoint": endpoint,
         "model": model,
-        "messages": messages,
+        "messages": redact_images(messages),
         "params": params,
         "response_format": response_format,
         "tools": tools,
         "sample_index": sample_index,
     }
+    return sha256_text(canonical_json(payload))
+
+
+def image_cache_key(*, endpoint: str, model: str, prompt: str, params: dict[str, Any], sample_index: int) -> str:
+    """sha256 over what determines a generated image (images endpoint); never equal to a chat key."""
+    payload = {"api": "images.generate", "endpoint": endpoint, "model": model, "prompt": prompt,
+               "params": params, "sample_index": sample_index}
     return sha256_text(canonical_json(payload))
 
 
@@ -53,7 +65,9 @@ def _complete_entry(entry: Any, key: str) -> bool:
     resp = entry.get("response")
     return (isinstance(resp, dict) and "text" in resp and "finish_reason" in resp
             and isinstance(resp.get("usage"), dict)
-            and {"prompt_tokens", "completion_tokens"} <= set(resp["usage"]))
+            and {"prompt_tokens", "completion_tokens"} <= set(resp["usage"])
+            and ("images" not in resp or (isinstance(resp["images"], list) and len(resp["images"]) > 0
+                                          and all(isinstance(b, str) for b in resp["images"]))))
 
 
 class Cache:

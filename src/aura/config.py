@@ -52,6 +52,14 @@ class Endpoint(BaseModel):
     repair_tries: int
     local: LocalServerConfig
     grammar: Literal["gbnf", "none"] = "none"  # gbnf: accepts extra_body={"grammar": ...} (llama.cpp)
+    extra_sampling: list[Literal["top_k", "min_p"]] | None = None  # non-OpenAI sampling params it takes
+
+    @property
+    def sampling_extras(self) -> tuple[str, ...]:
+        """Sampling params outside the OpenAI API this endpoint takes (sent via extra_body)."""
+        if self.extra_sampling is not None:
+            return tuple(self.extra_sampling)
+        return ("top_k", "min_p") if self.kind == "local" else ()
 
     @property
     def cache_identity(self) -> str:
@@ -67,6 +75,7 @@ class Endpoint(BaseModel):
 class Price(BaseModel):
     input_per_mtok: float = 0.0
     output_per_mtok: float = 0.0
+    per_image: float = 0.0  # USD per generated image (images endpoint)
 
     def cost(self, tokens_in: int, tokens_out: int) -> float:
         return (tokens_in * self.input_per_mtok + tokens_out * self.output_per_mtok) / 1e6
@@ -172,6 +181,10 @@ def _typed(raw: dict, source: str) -> Config:
     for name, m in models.items():
         if m.endpoint not in endpoints:
             raise ConfigError(f"{source}: model '{name}' names unknown endpoint '{m.endpoint}'")
+        refused = [p for p in ("top_k", "min_p") if p in m.params and p not in endpoints[m.endpoint].sampling_extras]
+        if refused:
+            raise ConfigError(f"{source}: model '{name}': params {', '.join(refused)} not taken by endpoint "
+                              f"'{m.endpoint}' (list them in its extra_sampling if the server accepts them)")
     for role, value in raw["roles"].items():
         for model_name in value if isinstance(value, list) else [value]:
             if model_name not in models:

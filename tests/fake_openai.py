@@ -6,7 +6,13 @@ so the official ``openai`` client can talk to it unmodified.
 
 Endpoints
 ---------
-``POST /v1/chat/completions``  answer chosen by the rule list (default ``"ok"``)
+``POST /v1/chat/completions``  answer chosen by the rule list (default ``"ok"``); a message's
+                               content may be a list of parts (text, image_url): logged as sent,
+                               its text parts matched by ``contains``
+``POST /v1/images/generations`` ``n`` small PNGs (16x16, one colour from sha256(prompt, index):
+                               deterministic per prompt) as ``b64_json``; the same rules apply
+                               (``contains`` matches the prompt; status/hang/malformed_body/
+                               empty_choices = no images)
 ``GET  /v1/models``            ``{"object": "list", "data": [{"id": "fake-model", ...}]}``
 ``POST /_control/rules``       body ``{"rules": [...]}`` replaces the rule list
 ``POST /_control/reset``       clears rules, counters and the request log
@@ -46,21 +52,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import collections
 import hashlib
 import itertools
 import json
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
 import time
 import urllib.error
 import urllib.request
+import zlib
 from typing import Any
 
-__all__ = ["FakeOpenAIServer", "FakeOpenAIApp", "schema_default"]
+__all__ = ["FakeOpenAIServer", "FakeOpenAIApp", "schema_default", "fake_png"]
 
 DEFAULT_CONTENT = "ok"
 HANG_SECONDS = 3600.0
@@ -209,6 +218,18 @@ def _message_text(messages: Any) -> str:
                 elif isinstance(piece, str):
                     parts.append(piece)
     return "\n".join(parts)
+
+
+def fake_png(prompt: str, index: int = 0, side: int = 16) -> bytes:
+    """A valid side x side RGB PNG of one colour, the first 3 bytes of sha256(f"{prompt}\0{index}")."""
+    rgb = hashlib.sha256(f"{prompt}\0{index}".encode()).digest()[:3]
+    raw = b"".join(b"\x00" + rgb * side for _ in range(side))  # filter byte 0, then the row's pixels
+
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
+
+    header = struct.pack(">IIBBBBB", side, side, 8, 2, 0, 0, 0)  # 8-bit RGB, no interlace
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
 
 
 def _error_body(message: str, status: int, type_: str = "fake_error") -> dict:
@@ -396,6 +417,10 @@ class FakeOpenAIApp:
             if method != "POST":
                 return 405, _error_body("method not allowed", 405), None, False
             return await self._chat(path, headers, raw, reader)
+        if path.endswith("/images/generations"):
+            if method != "POST":
+                return 405, _error_body("method not allowed", 405), None, False
+            return await self._images(path, headers, raw, reader)
         if path.endswith("/models") and method == "GET":
             return 200, {"object": "list",
                          "data": [{"id": "fake-model", "object": "model",
@@ -447,6 +472,35 @@ class FakeOpenAIApp:
                 await self._hang(reader)
                 return None
             return self._outcome(rule, body, text)
+        finally:
+            self.in_flight -= 1
+
+    async def _images(self, path: str, headers: dict, raw: bytes, reader: asyncio.StreamReader):
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        self.count += 1
+        self.log.append({"path": path, "headers": headers, "body": body})
+        if not isinstance(body, dict) or not isinstance(body.get("prompt"), str):
+            return 400, _error_body("request body must be a JSON object with a prompt", 400,
+                                    "invalid_request_error"), None, False
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            prompt = body["prompt"]
+            rule = self._pick_rule(body, prompt) or {}
+            if rule.get("delay"):
+                await asyncio.sleep(float(rule["delay"]))
+            if rule.get("hang"):
+                await self._hang(reader)
+                return None
+            if rule.get("status") is not None or rule.get("malformed_body"):
+                return self._outcome(rule, body, prompt)
+            n = int(body.get("n") or 1)
+            data = [] if rule.get("empty_choices") else [
+                {"b64_json": base64.b64encode(fake_png(prompt, i)).decode("ascii")} for i in range(n)]
+            return 200, {"created": int(time.time()), "data": data}, None, False
         finally:
             self.in_flight -= 1
 

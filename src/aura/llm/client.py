@@ -14,6 +14,7 @@ failed items than the job's ceiling (`TooManyFailures`, config ``llm``).
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import math
 import os
@@ -28,11 +29,13 @@ import openai
 from ..config import REPO_ROOT, Config, Endpoint, Model
 from ..prompts import load_prompt
 from .accounting import Accounting, CallRecord
-from .cache import Cache, cache_key
+from .cache import Cache, cache_key, image_cache_key
 from .errors import (EmptyChoices, FatalEndpointError, TooManyFailures, backoff_s, describe, is_item_level,
                      is_retryable, retry_after_s)
+from .images import ImageRequest, ImageResult, NoVision, has_images, redact_images
 from .local_server import LocalServer, server_registry
 from .structured import needs_schema_in_prompt, parse_structured, response_format_for
+from .tool_calls import tool_calls_of
 
 PROMPTS = REPO_ROOT / "prompts"
 NO_KEY = "not-needed"  # placeholder the openai client requires when an endpoint takes no key
@@ -49,10 +52,28 @@ class LLMRequest:
     sample_index: int = 0
     params: dict[str, Any] | None = None  # overrides of the model's default sampling params
     grammar: str | None = None  # GBNF answer shape: sent only to endpoints declaring `grammar: gbnf`
+    tools: list[dict] | None = None  # OpenAI `tools` (llm.tool_calls.openai_tool); part of the cache key
+    tool_choice: str | dict | None = None  # sent only when set ("auto", "required", {...}); in params
 
 
 def _prompt_text(req: LLMRequest) -> str:
-    return "\0".join(f"{m['role']}\0{m.get('content')}" for m in req.messages)
+    return "\0".join(f"{m['role']}\0{m.get('content')}" for m in redact_images(req.messages))
+
+
+def _extra_sampling(ep: Endpoint, model_name: str, params: dict) -> dict:
+    """Move the non-OpenAI sampling params (top_k, min_p) out of `params` into an extra_body dict.
+
+    Only for endpoints whose `extra_sampling` lists them (llama.cpp takes them by default); for any
+    other endpoint such a param is an error before any call, never sent and never silently dropped.
+    """
+    extra = {}
+    for name in ("top_k", "min_p"):
+        if name in params:
+            if name not in ep.sampling_extras:
+                raise FatalEndpointError(f"model '{model_name}': sampling param {name} is not taken by endpoint "
+                                         f"'{ep.name}' (its extra_sampling: {list(ep.sampling_extras)}); not sent")
+            extra[name] = params.pop(name)
+    return extra
 
 
 @dataclass
@@ -65,6 +86,7 @@ class LLMResult:
     parsed: Any = None
     error: str | None = None
     finish_reason: str | None = None
+    tool_calls: list[dict] | None = None  # the answer's tool calls (llm.tool_calls), None when it makes none
     calls: list[CallRecord] = field(default_factory=list)
 
     def to_row(self) -> dict:
@@ -77,6 +99,7 @@ class LLMResult:
             "parsed": self.parsed,
             "error": self.error,
             "finish_reason": self.finish_reason,
+            "tool_calls": self.tool_calls,
             "cache_keys": [c.key for c in self.calls],
         }
 
@@ -159,16 +182,21 @@ class LLMClient:
 
     async def arun(self, role: str, model_name: str, requests: Sequence[LLMRequest],
                    desc: str | None = None, reasks: bool = False) -> list[LLMResult]:
+        self._refuse_images_without_vision(model_name, requests)
         self._count_items = not reasks
         if self._count_items:
             self.acc.start(len(requests), desc or f"{role}:{model_name}")
-        self._runtimes = {}  # httpx clients belong to one event loop
-        self._stopped = False
         # Sent in prompt-text order (the semaphore queue is FIFO): requests sharing a long prefix go one
         # after another, so a llama.cpp server reuses its KV prefix. Results stay in request order.
-        started = {i: asyncio.ensure_future(self._one(role, model_name, requests[i]))
-                   for i in sorted(range(len(requests)), key=lambda i: _prompt_text(requests[i]))}
-        tasks = [started[i] for i in range(len(requests))]
+        order = sorted(range(len(requests)), key=lambda i: _prompt_text(requests[i]))
+        return await self._all([self._one(role, model_name, r) for r in requests], order)
+
+    async def _all(self, coros: list, order: list[int]) -> list:
+        """Run the calls concurrently, started in `order`; results in the given order."""
+        self._runtimes = {}  # httpx clients belong to one event loop
+        self._stopped = False
+        started = {i: asyncio.ensure_future(coros[i]) for i in order}
+        tasks = [started[i] for i in range(len(coros))]
         try:
             if not tasks:
                 return []
@@ -188,6 +216,71 @@ class LLMClient:
             for rt in self._runtimes.values():
                 await rt.client.close()
             self._runtimes = {}
+
+    # images endpoint -----------------------------------------------------------------------
+    def generate_images(self, model_name: str, requests: Sequence[ImageRequest], desc: str | None = None,
+                        role: str = "images") -> list[ImageResult]:
+        """Images for many prompts (openai `images.generate`, response_format b64_json), concurrent under
+        the endpoint's limit, results in request order. Cached content-addressed like chat answers (a
+        hit makes no request); retried, counted and priced (price.per_image) like chat calls."""
+        self._count_items = True
+        self.acc.start(len(requests), desc or f"{role}:{model_name}")
+        order = sorted(range(len(requests)), key=lambda i: requests[i].prompt)
+        return asyncio.run(self._all([self._one_image(role, model_name, r) for r in requests], order))
+
+    async def _one_image(self, role: str, model_name: str, req: ImageRequest) -> ImageResult:
+        model = self.config.models[model_name]
+        ep = self.config.endpoints[model.endpoint]
+        params = {"size": req.size, "n": req.n, "response_format": "b64_json", **(req.params or {})}
+        key = image_cache_key(endpoint=ep.cache_identity, model=model.model_id, prompt=req.prompt,
+                              params=params, sample_index=req.sample_index)
+        rec = CallRecord(key=key, role=role, model=model.name, model_id=model.model_id, endpoint=ep.name,
+                         item_id=req.item_id, prompt_name=req.prompt_name, prompt_sha256=req.prompt_sha256,
+                         purpose="image", status="ok", cache_hit=False)
+        result = ImageResult(item_id=req.item_id, model=model_name, status="failed", calls=[rec])
+        hit = self.cache.get(key)
+        if hit is not None and "images" in hit["response"]:
+            rec.cache_hit, rec.finish_reason = True, hit["response"]["finish_reason"]
+            self.acc.add_call(rec)
+            result.status, result.images = "ok", [base64.b64decode(b) for b in hit["response"]["images"]]
+            self._item_done("ok", req)
+            return result
+        try:
+            resp, rec.attempts, rec.latency_s = await self._send(
+                self._runtime(ep), {"model": model.model_id, "prompt": req.prompt, **params}, api="images")
+        except _GiveUp as gu:
+            rec.status, rec.error, rec.attempts = "failed", gu.reason, gu.attempts
+            self.acc.add_call(rec)
+            result.error = gu.reason
+            self._item_done("failed", req, gu.reason)
+            return result
+        except FatalEndpointError as fatal:
+            rec.status, rec.error, rec.attempts = "failed", str(fatal), 1
+            self.acc.add_call(rec)
+            raise
+        b64 = [d.b64_json for d in resp.data]
+        usage = getattr(resp, "usage", None)  # gpt-image models report tokens; others none
+        rec.tokens_in, rec.tokens_out = getattr(usage, "input_tokens", 0) or 0, getattr(usage, "output_tokens", 0) or 0
+        rec.cost_usd = model.price.cost(rec.tokens_in, rec.tokens_out) + model.price.per_image * len(b64)
+        rec.finish_reason = "stop"
+        if not all(isinstance(b, str) and b for b in b64):
+            rec.status = "failed"
+            rec.error = result.error = "images endpoint answered without b64_json data (a URL instead?)"
+            self.acc.add_call(rec)
+            self._item_done("failed", req, result.error)
+            return result
+        self.cache.put(key, {
+            "key": key,
+            "request": {"api": "images.generate", "endpoint": ep.cache_identity, "model": model.model_id,
+                        "prompt": req.prompt, "params": params, "sample_index": req.sample_index},
+            "response": {"text": None, "finish_reason": "stop", "images": b64,
+                         "usage": {"prompt_tokens": rec.tokens_in, "completion_tokens": rec.tokens_out}},
+            "created": time.time(),
+        })
+        self.acc.add_call(rec)
+        result.status, result.images = "ok", [base64.b64decode(b) for b in b64]
+        self._item_done("ok", req)
+        return result
 
     def _item_done(self, outcome: str, req: LLMRequest, reason: str | None = None) -> None:
         """Count an item's outcome. A re-ask (reasks=True) of an item counted earlier in this client
@@ -235,15 +328,32 @@ class LLMClient:
         if req.schema is not None and needs_schema_in_prompt(ep.structured_output):
             messages = self._with_schema_instruction(messages, req.schema)
         rf = response_format_for(ep.structured_output, req.schema, req.schema_name)
+        if has_images(messages) and not model.vision:
+            self._refuse_images_without_vision(model_name, [req])
         params = {**model.params, **(req.params or {})}
+        extra = _extra_sampling(ep, model_name, params)  # top_k, min_p: in the body through extra_body
         if req.grammar is not None and ep.grammar == "gbnf":
-            params["extra_body"] = {"grammar": req.grammar}
-        return messages, params, rf, self._key(ep, model, messages, params, rf, req.sample_index)
+            extra["grammar"] = req.grammar
+        if extra:
+            params["extra_body"] = extra
+        if req.tool_choice is not None:
+            params["tool_choice"] = req.tool_choice
+        return messages, params, rf, self._key(ep, model, messages, params, rf, req.sample_index, req.tools)
+
+    def _refuse_images_without_vision(self, model_name: str, requests: Sequence[LLMRequest]) -> None:
+        """Image parts never reach a model without `vision: true`: the job stops before any call."""
+        if self.config.models[model_name].vision:
+            return
+        with_images = [r.item_id for r in requests if has_images(r.messages)]
+        if with_images:
+            raise NoVision(f"model '{model_name}' has no vision (vision: false in its config): "
+                           f"{len(with_images)} request(s) carry images, first item '{with_images[0]}'; "
+                           f"nothing was sent (a stage counts such items not_applicable instead)")
 
     @staticmethod
-    def _key(ep: Endpoint, model: Model, messages, params, rf, sample_index: int) -> str:
+    def _key(ep: Endpoint, model: Model, messages, params, rf, sample_index: int, tools: list | None = None) -> str:
         return cache_key(endpoint=ep.cache_identity, model=model.model_id, messages=messages, params=params,
-                         response_format=rf, tools=None, sample_index=sample_index)
+                         response_format=rf, tools=tools, sample_index=sample_index)
 
     async def _one(self, role: str, model_name: str, req: LLMRequest) -> LLMResult:
         model = self.config.models[model_name]
@@ -251,7 +361,7 @@ class LLMClient:
         result = LLMResult(item_id=req.item_id, role=role, model=model_name, status="failed")
         messages, params, rf, key = self.prepare(model_name, req)
 
-        rec, text = await self._complete(role, model, ep, req, messages, params, rf, "answer", key)
+        rec, text, result.tool_calls = await self._complete(role, model, ep, req, messages, params, rf, "answer", key)
         result.calls.append(rec)
         if rec.status != "ok":
             result.error = rec.error
@@ -273,7 +383,7 @@ class LLMClient:
                 {"role": "assistant", "content": text or ""},
                 *self._json_repair.render(error=reason, schema=json.dumps(req.schema))[-1:],
             ]
-            rec, repaired = await self._complete(role, model, ep, req, conversation, params, rf, "repair")
+            rec, repaired, _ = await self._complete(role, model, ep, req, conversation, params, rf, "repair")
             result.calls.append(rec)
             if rec.status != "ok":
                 break
@@ -295,8 +405,9 @@ class LLMClient:
 
     async def _complete(self, role: str, model: Model, ep: Endpoint, req: LLMRequest, messages: list[dict],
                         params: dict, rf: dict | None, purpose: str,
-                        key: str | None = None) -> tuple[CallRecord, str | None]:
-        key = key or self._key(ep, model, messages, params, rf, req.sample_index)
+                        key: str | None = None) -> tuple[CallRecord, str | None, list[dict] | None]:
+        """(call record, answer text, answer tool calls) of one call, from the cache or the endpoint."""
+        key = key or self._key(ep, model, messages, params, rf, req.sample_index, req.tools)
         rec = CallRecord(key=key, role=role, model=model.name, model_id=model.model_id, endpoint=ep.name,
                          item_id=req.item_id, prompt_name=req.prompt_name, prompt_sha256=req.prompt_sha256,
                          purpose=purpose, status="ok", cache_hit=False)
@@ -307,24 +418,27 @@ class LLMClient:
             rec.tokens_in, rec.tokens_out = resp["usage"]["prompt_tokens"], resp["usage"]["completion_tokens"]
             rec.finish_reason = resp["finish_reason"]
             self.acc.add_call(rec)
-            return rec, resp["text"]
+            return rec, resp["text"], resp.get("tool_calls")
 
         rt = self._runtime(ep)
         kwargs: dict[str, Any] = {"model": model.model_id, "messages": messages, **params}
         if rf is not None:
             kwargs["response_format"] = rf
+        if req.tools:
+            kwargs["tools"] = req.tools
         try:
             completion, attempts, latency = await self._send(rt, kwargs)
         except _GiveUp as gu:
             rec.status, rec.error, rec.attempts = "failed", gu.reason, gu.attempts
             self.acc.add_call(rec)
-            return rec, None
+            return rec, None, None
         except FatalEndpointError as fatal:
             rec.status, rec.error, rec.attempts = "failed", str(fatal), 1
             self.acc.add_call(rec)  # the call log shows the call that stopped the job
             raise
         choice = completion.choices[0]
         text = choice.message.content
+        tool_calls = tool_calls_of(choice.message)
         usage = completion.usage
         rec.tokens_in = usage.prompt_tokens if usage else 0
         rec.tokens_out = usage.completion_tokens if usage else 0
@@ -334,15 +448,16 @@ class LLMClient:
         rec.cost_usd = model.price.cost(rec.tokens_in, rec.tokens_out)
         self.cache.put(key, {
             "key": key,
-            "request": {"endpoint": ep.cache_identity, "model": model.model_id, "messages": messages,
-                        "params": params, "response_format": rf, "sample_index": req.sample_index},
-            "response": {"text": text, "finish_reason": choice.finish_reason, "id": completion.id,
+            "request": {"endpoint": ep.cache_identity, "model": model.model_id, "messages": redact_images(messages),
+                        "params": params, "response_format": rf, "tools": req.tools, "sample_index": req.sample_index},
+            "response": {"text": text, "tool_calls": tool_calls, "finish_reason": choice.finish_reason,
+                         "id": completion.id,
                          "model": completion.model,
                          "usage": {"prompt_tokens": rec.tokens_in, "completion_tokens": rec.tokens_out}},
             "created": time.time(),
         })
         self.acc.add_call(rec)
-        return rec, text
+        return rec, text, tool_calls
 
     def _runtime(self, ep: Endpoint) -> _EndpointRuntime:
         rt = self._runtimes.get(ep.name)
@@ -362,7 +477,7 @@ class LLMClient:
             self._tokens[ep.name] = server.token
         return self._base_urls[ep.name]
 
-    async def _send(self, rt: _EndpointRuntime, kwargs: dict):
+    async def _send(self, rt: _EndpointRuntime, kwargs: dict, api: str = "chat"):
         """Retry transient failures (errors.is_retryable) up to max_tries; a Retry-After the server
         sends is waited, a missing or unusable one falls back to jittered exponential backoff."""
         ep = rt.ep
@@ -372,10 +487,13 @@ class LLMClient:
                     if self._stopped:  # the job is stopping: no request after a fatal error
                         raise asyncio.CancelledError()
                     t0 = self._clock()
-                    completion = await rt.client.chat.completions.create(**kwargs)
+                    if api == "images":
+                        completion = await rt.client.images.generate(**kwargs)
+                    else:
+                        completion = await rt.client.chat.completions.create(**kwargs)
                     latency = self._clock() - t0
-                if not getattr(completion, "choices", None):
-                    raise EmptyChoices("response has no choices")
+                if not getattr(completion, "data" if api == "images" else "choices", None):
+                    raise EmptyChoices(f"response has no {'images' if api == 'images' else 'choices'}")
                 return completion, attempt, latency
             except Exception as exc:  # noqa: BLE001 - classified below, never swallowed silently
                 if not is_retryable(exc):

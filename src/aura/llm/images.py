@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,37 @@ class ImageError(UserError):
 
 class NoVision(StageFailed):
     """An image-bearing request for a model without `vision: true` (a stage must skip it first)."""
+
+
+@dataclass
+class ImageRequest:
+    """One prompt for the images endpoint (LLMClient.generate_images). `params` (e.g. quality) go
+    to the API as given; size, n, params and the sample index all enter the cache key."""
+
+    item_id: str
+    prompt: str
+    prompt_name: str
+    prompt_sha256: str
+    size: str = "256x256"
+    n: int = 1
+    sample_index: int = 0
+    params: dict[str, Any] | None = None
+
+
+@dataclass
+class ImageResult:
+    item_id: str
+    model: str
+    status: str  # ok | failed
+    images: list[bytes] = field(default_factory=list)  # image file bytes (PNG: response_format b64_json)
+    error: str | None = None
+    calls: list = field(default_factory=list)  # accounting.CallRecord
+
+    def to_row(self) -> dict:
+        """A JSON row: the images by hash (the bytes belong in files, not in JSONL)."""
+        return {"item_id": self.item_id, "model": self.model, "status": self.status, "error": self.error,
+                "images_sha256": [hashlib.sha256(b).hexdigest() for b in self.images],
+                "cache_keys": [c.key for c in self.calls]}
 
 
 def max_image_bytes(raw_config: dict) -> int:

@@ -29,8 +29,12 @@ Rules (first matching, non-exhausted rule wins)::
      # one outcome:
      "content": "text" | "json": <any> | "echo_schema_default": True
      | "status": 429, "retry_after": 1, "message": "..", "code": ".." | "hang": True | "truncated": "text"
-     | "malformed_body": True | "empty_choices": True,
-     "finish_reason": "stop"}   # optional override for content/json
+     | "malformed_body": True | "empty_choices": True
+     | "tool_calls": [{"name": "read_file", "arguments": {"path": "a"}}],  # + optional "content";
+                                # arguments a dict (sent as JSON text) or a string sent as is
+     "finish_reason": "stop"}   # optional override for content/json (tool_calls: "tool_calls")
+
+Each logged chat request carries the ``tools`` it was sent (``None`` when it offered none).
 
 ``sample``: u = sha256(request body, how many times this same body was seen before) mapped to
 [0, 1): deterministic whatever the concurrency, and a retry of the same request draws afresh.
@@ -230,6 +234,17 @@ def fake_png(prompt: str, index: int = 0, side: int = 16) -> bytes:
 
     header = struct.pack(">IIBBBBB", side, side, 8, 2, 0, 0, 0)  # 8-bit RGB, no interlace
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+
+
+def _tool_calls(spec: Any, n: int) -> list[dict]:
+    """A rule's scripted calls in the OpenAI shape; ids `call_<response n>_<i>`."""
+    if not isinstance(spec, list) or not all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in spec):
+        raise ValueError("tool_calls must be a list of {name, arguments} objects")
+    return [{"id": f"call_{n}_{i}", "type": "function",
+             "function": {"name": c["name"],
+                          "arguments": c["arguments"] if isinstance(c.get("arguments"), str)
+                          else json.dumps(c.get("arguments") or {})}}
+            for i, c in enumerate(spec)]
 
 
 def _error_body(message: str, status: int, type_: str = "fake_error") -> dict:
@@ -454,7 +469,8 @@ class FakeOpenAIApp:
         except ValueError:
             body = None
         self.count += 1
-        self.log.append({"path": path, "headers": headers, "body": body})
+        self.log.append({"path": path, "headers": headers, "body": body,
+                         "tools": body.get("tools") if isinstance(body, dict) else None})
         if not isinstance(body, dict):
             return 400, _error_body("request body must be a JSON object", 400,
                                     "invalid_request_error"), None, False
@@ -556,6 +572,13 @@ class FakeOpenAIApp:
         prompt_tokens = len(text) // 4
         completion_tokens = max(1, len(content) // 4)
         n = next(self._ids)
+        message: dict = {"role": "assistant", "content": content}
+        if "tool_calls" in rule:
+            message = {"role": "assistant", "content": rule.get("content"),
+                       "tool_calls": _tool_calls(rule["tool_calls"], n)}
+            finish = rule.get("finish_reason", "tool_calls")
+            completion_tokens = max(1, (len(message["content"] or "") + sum(
+                len(c["function"]["name"]) + len(c["function"]["arguments"]) for c in message["tool_calls"])) // 4)
         return 200, {
             "id": f"chatcmpl-fake-{n}",
             "object": "chat.completion",
@@ -563,7 +586,7 @@ class FakeOpenAIApp:
             "model": body.get("model") or "fake-model",
             "choices": [{
                 "index": 0,
-                "message": {"role": "assistant", "content": content},
+                "message": message,
                 "logprobs": None,
                 "finish_reason": finish,
             }],

@@ -14,7 +14,8 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from aura.config import ConfigError, workflow_config
 from aura.pipeline import rules_support as S
-from aura.pipeline.layout import PAPER_STATS, layout
+from aura.families import enabled
+from aura.pipeline.layout import layout
 
 if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
@@ -38,22 +39,33 @@ AURA = f"{sys.executable} -m aura"
 os.environ.setdefault("AURA_RUN_PID", str(os.getpid()))
 S.register_endpoint_resources(workflow, config)
 
-include: "rules/construct.smk"
-include: "rules/evaluate.smk"
-include: "rules/report.smk"
+FAMILIES = enabled(config)
+
+# Every enabled benchmark family's rules: rules/<family>/*.smk, in name order (aura.families).
+for _family in FAMILIES:
+    for _smk in sorted((Path(workflow.basedir) / _family.rules_dir).glob("*.smk")):
+        include: f"{_family.rules_dir}/{_smk.name}"
+
+
+# Rendering, the same for every enabled family: one papermill notebook per figure or table (or a
+# small group), reading only produced files (each family's `reports` manifest; the caption is
+# report/<family>/<name>.rst). `snakemake figures/<name>.pdf` or `snakemake results/tables/<name>.md`
+# re-renders just that one, with no model call.
+for _family in FAMILIES:
+    for _name in _family.reports:
+
+        rule:
+            name: f"render_{_name}"
+            input: **S.report_inputs(config, _name)
+            output: **S.report_outputs(config, _name)
+            params: args=S.report_params(config, _name)
+            log: notebook=f"{LOGS}/render/{_name}.ipynb", main=f"{LOGS}/render/{_name}.log"
+            shell: "{AURA} render {input.notebook} {log.notebook} {params.args} > {log.main} 2>&1"
 
 
 rule all:
     default_target: True
-    input:
-        L["dataset"],
-        L["model_rates"],
-        [L[name] for name in PAPER_STATS],
-        [L["table38_prompt_format"]] if config["evaluate"]["format_models"] else [],
-        [L["table24_vendor_overlap"]] if S.vendor_overlaps(config) else [],
-        L["judge_reliability"],
-        [L["table25_judge_consistency"]] if config["evaluate"]["consistency_models"] else [],
-        S.report_targets(config),
+    input: [target for family in FAMILIES for target in family.targets(config)]
 
 
 # One line per stage at the end of every run: items ok / unparsed / failed / n/a, failed jobs

@@ -103,10 +103,12 @@ def test_version_map_names_existing_files_that_declare_that_version():
 
 
 def test_rules_name_prompt_files_only_through_the_version_map():
-    texts = {f.name: f.read_text() for f in [*(REPO / "rules").glob("*.smk"), REPO / "Snakefile"]}
+    files = [*sorted((REPO / "rules").glob("*/*.smk")), REPO / "Snakefile"]  # rules/<family>/*.smk
+    texts = {str(f.relative_to(REPO)): f.read_text() for f in files}
     for name, text in texts.items():
         assert "prompts/" not in text, f"{name} hard-codes a prompt path; use S.prompt_file(name)"
-    rules = texts["construct.smk"] + texts["evaluate.smk"]
+    assert {"rules/aura/construct.smk", "rules/aura/evaluate.smk"} <= set(texts)
+    rules = "".join(text for name, text in texts.items() if name.startswith("rules/"))
     for name in VERSIONS:
         listed = f'S.prompt_file("{name}")' in rules or (
             name.startswith("judge_") and 'S.prompt_file(f"judge_{axis}")' in rules and f'"{name[6:]}"' in rules)

@@ -77,7 +77,9 @@ def test_pyproject_and_environment_list_the_same_dependencies():
 
 
 def test_rules_hold_no_logic():
-    for smk in (REPO / "rules").glob("*.smk"):
+    smks = sorted((REPO / "rules").glob("*/*.smk"))  # rules/<family>/*.smk
+    assert REPO / "rules" / "aura" / "evaluate.smk" in smks
+    for smk in smks:
         for line in smk.read_text().splitlines():
             if line.strip().startswith("shell:"):
                 assert "{AURA}" in line, line
@@ -96,14 +98,14 @@ def test_seed_download_adds_a_fetch_job(tmp_path):
 def test_every_report_has_a_notebook_with_parameters_and_no_outputs_and_a_caption():
     import json
 
-    from aura.pipeline.rules_support import REPORTS
+    from aura.pipeline.rules_support import REPORTS, caption
 
     for name, spec in REPORTS.items():
         nb = json.loads((REPO / spec["notebook"]).read_text())
         code = [c for c in nb["cells"] if c["cell_type"] == "code"]
         assert any("parameters" in c.get("metadata", {}).get("tags", []) for c in code), name
         assert not any(c.get("outputs") for c in code), f"{name}: stored notebook has outputs"
-        assert (REPO / "report" / f"{name}.rst").exists(), f"{name}: no caption file"
+        assert (REPO / caption(name)).exists(), f"{name}: no caption file {caption(name)}"
 
 
 def test_display_fields_do_not_rerun_model_jobs():

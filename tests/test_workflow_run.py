@@ -151,7 +151,7 @@ def test_html_report_collects_figures_with_captions(built):
     snakemake(workdir, "--report", "report.html")
     html = (workdir / "report.html").read_text(errors="replace")
     assert "fig6_dimensions.pdf" in html and "construction_funnel.pdf" in html
-    assert (workdir / "report" / "fig6_dimensions.rst").read_text().split(" with n")[0] in html  # its caption
+    assert (workdir / "report" / "aura" / "fig6_dimensions.rst").read_text().split(" with n")[0] in html  # its caption
 
 
 def test_prompt_change_reruns_only_the_stages_it_feeds(built):

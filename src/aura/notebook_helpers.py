@@ -1,4 +1,4 @@
-"""Helpers the report notebooks share (notebooks/*.ipynb import them; they only read produced files).
+"""Helpers the report notebooks share (notebooks/<family>/*.ipynb import them; they only read produced files).
 
 Each notebook reads a CSV a stage wrote, formats it into a table (`.csv` + `.md` under `tables_dir`) or draws a
 figure. The helpers below make every notebook behave the same on degenerate input: an empty CSV (no items
@@ -164,3 +164,59 @@ def table33_cells(df: pd.DataFrame) -> pd.DataFrame:
 
 TABLE33_COLUMNS = ["rows", "rows_nsp", "rows_sp", "pair_label_invalid", "detection_invalid", "action_invalid",
                    "safety_invalid", *[f"{k}_{s}" for k in TABLE33_TITLES for s in ("k", "n", "excluded")]]
+
+
+# ---- PaSBench (notebooks/pasbench/): rates are fractions with `<rate>_lo` / `<rate>_hi` bootstrap bounds ----
+
+PAS_RATES = {  # the paper's three settings (§4), drawn worst to best
+    "worst_of_n": ("Robustness (Worst-of-N)", "#c0392b"),
+    "avg_of_n": ("Accuracy (Average-of-N)", "#7f8c8d"),
+    "best_of_n": ("Potential (Best-of-N)", "#2e86c1"),
+}
+PAS_RATE_COLUMNS = [f"{r}{s}" for r in PAS_RATES for s in ("", "_lo", "_hi")]
+
+
+def by_model(df: pd.DataFrame, *then: str) -> pd.DataFrame:
+    """Rows in `model_order` (several rows per model kept, sorted by the `then` columns within a model)."""
+    if df.empty:
+        return df
+    rank = {m: i for i, m in enumerate(model_order(df))}
+    return df.assign(_rank=df["model"].map(rank)).sort_values(["_rank", *then], kind="stable").drop(columns="_rank")
+
+
+def rate_cell(rate, low=None, high=None, digits: int = 1) -> str:
+    """A fraction as "54.2 [40.1, 60.3]" (percent, its interval when given); "–" when not measured."""
+    if pd.isna(rate):
+        return DASH
+    return pct_of(rate, digits) + ("" if low is None else f" {ci(low, high, digits)}")
+
+
+def bars(groups, series, ylabel: str, title: str | None = None, ylim=(0, 100)):
+    """A grouped bar chart of fractions drawn as percentages.
+
+    groups: the x tick labels; series: (label, color, rate, low, high) with array-likes as long as `groups`
+    (fractions; low/high may be None for no whisker). A NaN rate is drawn as "–" (nothing measured), never as
+    a 0 bar. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    x = np.arange(len(groups))
+    width = 0.8 / max(1, len(series))
+    fig, ax = plt.subplots(figsize=(max(4.5, 0.9 * len(groups) * max(1, len(series)) * 0.5 + 2.5), 3.6))
+    for k, (label, color, rate, low, high) in enumerate(series):
+        rate = np.asarray(rate, dtype=float) * 100
+        xs = x + (k - (len(series) - 1) / 2) * width
+        yerr = None if low is None else error_bars(rate, np.asarray(low, dtype=float) * 100,
+                                                   np.asarray(high, dtype=float) * 100)
+        ax.bar(xs, np.nan_to_num(rate), width, yerr=yerr, capsize=3, color=color, label=label)
+        for xi, r in zip(xs, rate):
+            if np.isnan(r):
+                ax.text(xi, 1, DASH, ha="center", va="bottom", fontsize=8, color="#999999")
+    ax.set_xticks(x, list(groups), fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(*ylim)
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, frameon=False, ncol=min(3, len(series)), loc="lower center", bbox_to_anchor=(0.5, 1.0))
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    return fig

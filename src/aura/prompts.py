@@ -33,23 +33,25 @@ import yaml
 
 from .config import REPO_ROOT
 
-# name -> (folder under prompts/, version in use). Each prompt moves to a new version on its own.
+# name -> (folder under prompts/, version in use). Each prompt moves to a new version on its own. A family's
+# prompts lie under prompts/<family>/ (AURA: prompts/aura/construct, prompts/aura/evaluate); prompts/llm/ is
+# the shared layer (JSON and rule repair), loaded by path.
 VERSIONS: dict[str, tuple[str, int]] = {
-    "p1_step_tagging": ("construct", 2),
-    "p2_dimension_relevance": ("construct", 2),
-    "p3_harm_intensity_variation": ("construct", 2),
-    "p4_contextual_variation": ("construct", 2),
-    "p5_harm_intensity_review": ("construct", 2),
-    "p6_contextual_review": ("construct", 2),
-    "p7_pair_classification": ("construct", 2),
-    "p8_pair_generation": ("construct", 2),
-    "p9_pair_review": ("construct", 2),
-    "dimensions": ("construct", 1),  # RS1-RS6 / SD1-SD5 definitions (.yaml), rendered into P2, P4, P6
-    "rollout_react": ("evaluate", 2),
-    "rollout_action_only": ("evaluate", 2),
-    "judge_detection": ("evaluate", 2),
-    "judge_action_type": ("evaluate", 2),
-    "judge_safety": ("evaluate", 2),
+    "p1_step_tagging": ("aura/construct", 2),
+    "p2_dimension_relevance": ("aura/construct", 2),
+    "p3_harm_intensity_variation": ("aura/construct", 2),
+    "p4_contextual_variation": ("aura/construct", 2),
+    "p5_harm_intensity_review": ("aura/construct", 2),
+    "p6_contextual_review": ("aura/construct", 2),
+    "p7_pair_classification": ("aura/construct", 2),
+    "p8_pair_generation": ("aura/construct", 2),
+    "p9_pair_review": ("aura/construct", 2),
+    "dimensions": ("aura/construct", 1),  # RS1-RS6 / SD1-SD5 definitions (.yaml), rendered into P2, P4, P6
+    "rollout_react": ("aura/evaluate", 2),
+    "rollout_action_only": ("aura/evaluate", 2),
+    "judge_detection": ("aura/evaluate", 2),
+    "judge_action_type": ("aura/evaluate", 2),
+    "judge_safety": ("aura/evaluate", 2),
 }
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")

@@ -2,129 +2,16 @@
 from __future__ import annotations
 
 from ..config import vendor_overlaps  # noqa: F401 - the Snakefile calls it as S.vendor_overlaps
+from ..families import family_of_report, merged
 from ..io import canonical_json, sha256_text
 from ..prompts import prompt_file  # noqa: F401 - rules list S.prompt_file(name): the version in use
 from ..stats.human_validation import read_human_labels
 from .layout import layout
 
-# Figure/table manifest: name -> notebook and the produced files (layout keys) it reads; a
-# figure's caption is report/<name>.rst. `snakemake figures/<name>.pdf` re-renders one of them
-# from those files, with no model call.
-REPORTS = {
-    "fig7_detection_levels": {
-        "notebook": "notebooks/fig7_detection_levels.ipynb",
-        "inputs": ["fig4_detection"],
-    },
-    "table34_case_study": {
-        "notebook": "notebooks/tab34_case_study.ipynb",
-        "inputs": ["table34_case_study"],
-        "figure": False,
-        "tables": ["table34_case_study"],
-    },
-    "table38_prompt_format": {
-        "notebook": "notebooks/tab38_prompt_format.ipynb",
-        "inputs": ["table38_prompt_format"],
-        "figure": False,
-        "tables": ["table38_prompt_format"],
-        "needs": "format_models",
-    },
-    "judge_reliability": {
-        "notebook": "notebooks/tab_judge_reliability.ipynb",
-        "inputs": ["judge_reliability"],
-        "figure": False,
-        "tables": ["judge_reliability"],
-    },
-    "table3_human_validation": {
-        "notebook": "notebooks/tab3_human_validation.ipynb",
-        "inputs": ["table3_human_validation"],
-        "figure": False,
-        "tables": ["table3_human_validation"],
-        "needs": "human_labels",
-    },
-    "table25_judge_consistency": {
-        "notebook": "notebooks/tab25_judge_consistency.ipynb",
-        "inputs": ["table25_judge_consistency"],
-        "figure": False,
-        "tables": ["table25_judge_consistency"],
-        "needs": "consistency_models",
-    },
-    "table21_22_judge_accuracy": {
-        "notebook": "notebooks/tab21_22_judge_accuracy.ipynb",
-        "inputs": ["table21_22_judge_accuracy"],
-        "figure": False,
-        "tables": ["table21_judge_accuracy", "table22_judge_accuracy_by_consensus"],
-        "needs": "human_labels",
-    },
-    "table23_ensembles": {
-        "notebook": "notebooks/tab23_ensembles.ipynb",
-        "inputs": ["table23_ensembles"],
-        "figure": False,
-        "tables": ["table23_ensembles"],
-        "needs": "validation_judges",
-    },
-    "table24_vendor_overlap": {
-        "notebook": "notebooks/tab24_vendor_overlap.ipynb",
-        "inputs": ["table24_vendor_overlap"],
-        "figure": False,
-        "tables": ["table24_vendor_overlap"],
-        "needs": "vendor_overlap",
-    },
-    "construction_funnel": {
-        "notebook": "notebooks/construction_counts.ipynb",
-        "inputs": ["construction_composition", "construction_funnel"],
-        "tables": ["construction_composition", "construction_funnel"],
-    },
-    "unsafe_rates": {
-        "notebook": "notebooks/fig_unsafe_rates.ipynb",
-        "inputs": ["model_rates"],
-    },
-    "table33_overall": {
-        "notebook": "notebooks/tab33_overall.ipynb",
-        "inputs": ["table33_overall"],
-        "figure": False,
-        "tables": ["table33_overall"],
-    },
-    "table31_bootstrap": {
-        "notebook": "notebooks/tab31_bootstrap.ipynb",
-        "inputs": ["table31_bootstrap"],
-        "figure": False,
-        "tables": ["table31_bootstrap"],
-    },
-    "table32_matched_pairs": {
-        "notebook": "notebooks/tab32_matched_pairs.ipynb",
-        "inputs": ["table32_matched_pairs"],
-        "figure": False,
-        "tables": ["table32_matched_pairs"],
-    },
-    "table35_36_flips": {
-        "notebook": "notebooks/tab35_36_flips.ipynb",
-        "inputs": ["table35_flips", "table36_failure_mechanism"],
-        "figure": False,
-        "tables": ["table35_flips", "table36_failure_mechanism"],
-    },
-    "table37_top_combinations": {
-        "notebook": "notebooks/tab37_top_combinations.ipynb",
-        "inputs": ["table37_top_combinations"],
-        "figure": False,
-        "tables": ["table37_top_combinations"],
-    },
-    "fig4_detection": {
-        "notebook": "notebooks/fig4_detection.ipynb",
-        "inputs": ["fig4_detection"],
-    },
-    "fig5_action_types": {
-        "notebook": "notebooks/fig5_action_types.ipynb",
-        "inputs": ["fig5_action_types"],
-    },
-    "fig6_dimensions": {
-        "notebook": "notebooks/fig6_dimensions.ipynb",
-        "inputs": ["fig6_dimensions"],
-    },
-    "fig8_cells": {
-        "notebook": "notebooks/fig8_cells.ipynb",
-        "inputs": ["fig8_cells"],
-    },
-}
+# Figure/table manifest of every family (report name -> notebook, inputs = layout keys, figure, tables,
+# needs); a report's caption is report/<family>/<name>.rst. `snakemake figures/<name>.pdf` re-renders one
+# of them from those files, with no model call.
+REPORTS: dict[str, dict] = merged("report", lambda family: family.reports)
 
 
 NOT_DATA = {"prompt", "prompts", "dims", "notebook", "marker"}
@@ -167,6 +54,12 @@ def shards(config: dict) -> list[int]:
     return list(range(config["evaluate"]["shards"]))
 
 
+def caption(name: str) -> str:
+    """A report's caption file, relative to the workflow folder (where the Snakefile that defines the
+    render rules lies): report/<family>/<name>.rst."""
+    return family_of_report(name).caption(name)
+
+
 def report_outputs(config: dict, name: str) -> dict:
     """A figure (pdf + png, in the Snakemake report with its caption) and/or tables (csv + md)."""
     from snakemake.io import report
@@ -174,7 +67,7 @@ def report_outputs(config: dict, name: str) -> dict:
     lay, spec = layout(config), REPORTS[name]
     out = {}
     if spec.get("figure", True):
-        out["pdf"] = report(f"{lay['figures']}/{name}.pdf", caption=f"../report/{name}.rst", category="Figures")
+        out["pdf"] = report(f"{lay['figures']}/{name}.pdf", caption=caption(name), category="Figures")
         out["png"] = f"{lay['figures']}/{name}.png"
     for t in spec.get("tables", []):
         out[f"{t}_csv"] = f"{lay['tables']}/{t}.csv"
@@ -185,6 +78,8 @@ def report_outputs(config: dict, name: str) -> dict:
 def report_enabled(config: dict, name: str) -> bool:
     """Optional analyses render only when configured (format models, a replacement judge with overlaps)."""
     needs = REPORTS[name].get("needs")
+    if callable(needs):  # a family's own condition: needs(config) -> bool
+        return bool(needs(config))
     if needs == "format_models":
         return bool(config["evaluate"]["format_models"])
     if needs == "vendor_overlap":
@@ -246,8 +141,9 @@ def validation_judgments(config: dict) -> list[str]:
     return [lay["validation_judgments"].format(model=m, judge=j) for m in human_label_models(config) for j in judges]
 
 
-def report_targets(config: dict) -> list[str]:
-    names = [n for n in REPORTS if report_enabled(config, n)]
+def report_targets(config: dict, reports=None) -> list[str]:
+    """Figure/table files of the enabled reports among `reports` (names; default: every family's)."""
+    names = [n for n in (REPORTS if reports is None else reports) if report_enabled(config, n)]
     return [str(path) for name in names for path in report_outputs(config, name).values()]
 
 

@@ -1,5 +1,7 @@
 # Evaluation (paper §5, Appendix D): rollouts per (model, shard) -> judges per (judge, model,
 # shard) -> panel vote per model -> statistics.
+from aura.families.aura.layout import PAPER_STATS
+
 EVALUATED = config["roles"]["evaluated"]
 JUDGES = config["roles"]["judges"]
 N_SHARDS = config["evaluate"]["shards"]

@@ -56,11 +56,14 @@ def test_a_sampling_parameter_typo_is_rejected(tmp_path):
 
 def test_every_accepted_parameter_is_one_the_client_passes_on():
     """The LLM layer sends model params as keyword arguments of chat.completions.create: the schema
-    accepts exactly names that call knows (a name it does not know would fail every request)."""
+    accepts exactly names that call knows (a name it does not know would fail every request), plus the
+    endpoint's extra_sampling names, which the client moves into extra_body (llama.cpp's top_k, min_p)."""
     schema = yaml.safe_load((REPO / "config" / "schema.yaml").read_text())
     params = schema["$defs"]["model"]["properties"]["params"]
     assert params["additionalProperties"] is False
-    assert set(params["properties"]) <= set(inspect.signature(Completions.create).parameters)
+    extras = set(schema["$defs"]["endpoint"]["properties"]["extra_sampling"]["items"]["enum"])
+    assert extras == {"top_k", "min_p"} and not extras & set(inspect.signature(Completions.create).parameters)
+    assert set(params["properties"]) - extras <= set(inspect.signature(Completions.create).parameters)
 
 
 def test_top_level_must_be_a_mapping(tmp_path):

@@ -96,7 +96,7 @@ def image_part(path: str | Path, max_bytes: int = MAX_IMAGE_BYTES) -> dict:
 
 def user_content(text: str, image_paths, max_bytes: int = MAX_IMAGE_BYTES) -> list[dict]:
     """Content of one user message: the text part, then 1-4 image parts in the order given."""
-    paths = [Path(p) for p in image_paths]
+    paths = [Path(image_paths)] if isinstance(image_paths, (str, Path)) else [Path(p) for p in image_paths]
     if not paths:
         raise ImageError("a message with images needs at least one image file")
     if len(paths) > MAX_IMAGES:

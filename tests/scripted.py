@@ -103,3 +103,20 @@ def write_seed_dir(root):
     (root / "IoT").mkdir(parents=True, exist_ok=True)
     (root / "IoT" / "test.json").write_text(json.dumps([SEED]))
     return root
+
+
+# PaSBench (aura.families.pasbench): one well-formed answer for each of its prompts, told apart by the
+# prompts' opening words. JSON prompts (judge, knowledge, verify) get their schema's default value
+# (detected false, answer "true", verified false); put item-specific rules before these.
+PAS_PROACTIVE = ("Thought: The person leaves something risky unattended.\nWarn: yes\n"
+                 "Answer: Please go back and check it: left alone it could hurt you.")
+PAS_REACTIVE = ("Thought: One step goes against the knowledge.\nWarn: yes\n"
+                "Answer: The last behaviour violates it and could cause harm.")
+
+
+def pasbench_rules() -> list[dict]:
+    return [
+        {"match": {"contains": "You are a proactive safety reminder assistant"}, "content": PAS_PROACTIVE},
+        {"match": {"contains": "against a piece of safety knowledge"}, "content": PAS_REACTIVE},
+        {"echo_schema_default": True},
+    ]

@@ -52,6 +52,15 @@ VERSIONS: dict[str, tuple[str, int]] = {
     "judge_detection": ("aura/evaluate", 2),
     "judge_action_type": ("aura/evaluate", 2),
     "judge_safety": ("aura/evaluate", 2),
+    # PaSBench (aura.families.pasbench: respond, judge, probes)
+    "proactive_text": ("pasbench", 1),
+    "proactive_image": ("pasbench", 1),
+    "risk_judge": ("pasbench", 1),
+    "knowledge_probe": ("pasbench", 1),
+    "reactive_text": ("pasbench", 1),
+    "reactive_image": ("pasbench", 1),
+    "verify_text": ("pasbench", 1),
+    "verify_image": ("pasbench", 1),
 }
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")

@@ -1,0 +1,78 @@
+"""Stage pasbench-judge: does each proactive answer identify AND explain the item's specific risk?
+
+The judge (`--judge`, else config `pasbench.judge`) sees the item's reference (safety knowledge,
+risky behaviour, risk reason) and the answer the person would read, at temperature 0, and answers
+`{rationale, detected}` in JSON. An answer it cannot put in that shape is `unparsed`, a row of its
+own (counted, never dropped). Responses that are not `ok` get no judge call: a `not_applicable`
+response stays `not_applicable`; a failed response gives a `failed` row saying so.
+"""
+from __future__ import annotations
+
+from ...config import UserError
+from ...llm import LLMRequest
+from ...pipeline.context import StageContext
+from ...prompts import Prompt, get_prompt
+from .respond import setting
+
+JUDGE_SCHEMA = {
+    "type": "object",
+    "properties": {"rationale": {"type": "string", "maxLength": 200}, "detected": {"type": "boolean"}},
+    "required": ["rationale", "detected"],
+    "additionalProperties": False,
+}
+JUDGE_PARAMS = {"temperature": 0.0}
+NO_ANSWER = "(no answer)"
+
+
+def judge_of(ctx: StageContext) -> str:
+    return ctx.judge or setting(ctx.config, "judge")
+
+
+def judge_prompt(ctx: StageContext) -> Prompt:
+    return ctx.use_prompt(get_prompt("risk_judge"))
+
+
+def judge_request(prompt: Prompt, item: dict, answer: str | None) -> LLMRequest:
+    """The judge call for one answer (reference first: the answers of one item share that prefix)."""
+    messages = prompt.render(knowledge=item["safety_knowledge"], trigger=item["trigger"],
+                             risk_reason=item["risk_reason"], response=answer or NO_ANSWER)
+    return LLMRequest(item_id=item["item_id"], messages=messages, prompt_name=prompt.ref,
+                      prompt_sha256=prompt.sha256, schema=JUDGE_SCHEMA, schema_name="risk_judgment",
+                      params=dict(JUDGE_PARAMS))
+
+
+def verdict(res) -> dict:
+    """status / detected / rationale / error of one judge result."""
+    parsed = (res.parsed or {}) if res.status == "ok" else {}
+    return {"status": res.status, "detected": parsed.get("detected"), "rationale": parsed.get("rationale"),
+            "error": res.error}
+
+
+def run(ctx: StageContext) -> None:
+    judge = judge_of(ctx)
+    prompt = judge_prompt(ctx)
+    items = {it["item_id"]: it for it in ctx.read("items")}
+    responses = ctx.in_shard(ctx.read("responses"))
+    missing = sorted({r["item_id"] for r in responses} - set(items))
+    if missing:
+        raise UserError(f"{ctx.inputs['responses']}: item '{missing[0]}' is not in {ctx.inputs['items']} "
+                             f"({len(missing)} unknown item(s))")
+    to_judge = [r for r in responses if r["status"] == "ok"]
+    with ctx.llm([judge]) as llm:
+        results = llm.run("judge", judge, [judge_request(prompt, items[r["item_id"]], r["answer"]) for r in to_judge])
+    judged = {(r["item_id"], r["sample"]): res for r, res in zip(to_judge, results)}
+    rows = []
+    for r in responses:
+        base = {"item_id": r["item_id"], "model": ctx.model, "sample": r["sample"], "modality": r["modality"],
+                "judge": judge}
+        res = judged.get((r["item_id"], r["sample"]))
+        if res is not None:
+            rows.append({**base, **verdict(res)})
+        elif r["status"] == "not_applicable":
+            rows.append({**base, "status": "not_applicable", "detected": None, "rationale": None,
+                         "error": r.get("reason")})
+        else:
+            rows.append({**base, "status": "failed", "detected": None, "rationale": None,
+                         "error": f"response {r['status']}: {r.get('reason')}"})
+    ctx.not_applicable = sum(r["status"] == "not_applicable" for r in rows)
+    ctx.write("judgments", rows, judge=judge)

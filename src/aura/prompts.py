@@ -61,6 +61,11 @@ VERSIONS: dict[str, tuple[str, int]] = {
     "reactive_image": ("pasbench", 1),
     "verify_text": ("pasbench", 1),
     "verify_image": ("pasbench", 1),
+    # PaSBench construction (aura.families.pasbench.construct)
+    "construct_profile": ("pasbench", 1),
+    "construct_log": ("pasbench", 1),
+    "construct_review": ("pasbench", 1),
+    "construct_image_prompts": ("pasbench", 1),
 }
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")

@@ -13,11 +13,19 @@ from ..pipeline.context import StageContext
 from ..provenance import provenance, write_provenance
 
 
+def wilson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
+    """Wilson score interval of k successes in n trials (statsmodels); (NaN, NaN) when n == 0."""
+    if not n:
+        return float("nan"), float("nan")
+    lo, hi = proportion_confint(k, n, alpha=alpha, method="wilson")
+    return float(lo), float(hi)
+
+
 def unsafe_rate(labels: pd.Series) -> dict:
     """Rate of 'Unsafe' among Safe/Unsafe labels, Wilson 95% CI, and how many were excluded."""
     valid = labels[labels.isin(["Safe", "Unsafe"])]
     n, k = len(valid), int((valid == "Unsafe").sum())
-    lo, hi = proportion_confint(k, n, alpha=0.05, method="wilson") if n else (float("nan"), float("nan"))
+    lo, hi = wilson(k, n)
     return {"n": n, "unsafe": k, "rate": k / n if n else float("nan"), "ci_low": lo, "ci_high": hi,
             "excluded": int(len(labels) - n)}
 

@@ -76,6 +76,14 @@ def compute(df: pd.DataFrame, n_resamples: int, seed: int, case_seed: str | None
 PANEL_COLUMNS = ["model", "item_id", "rollout_status", "detection", "action_type", "safety"]
 
 
+def write_csv(ctx: StageContext, name: str, table: pd.DataFrame, **extra) -> None:
+    """Write the stage output `name` as CSV atomically, with its provenance sidecar (rows + extra)."""
+    out = ctx.outputs[name]
+    write_provenance(out, provenance(ctx.stage, ctx.config, inputs=[str(p) for p in ctx.inputs.values()],
+                                     extra={"rows": len(table), **extra}))
+    atomic_write_text(out, table.to_csv(index=False))
+
+
 def run(ctx: StageContext) -> None:
     panel = pd.DataFrame([r for name, p in ctx.inputs.items() if name.startswith("panel") for r in read_jsonl(p)])
     dataset = pd.DataFrame(list(read_jsonl(ctx.inputs["dataset"])))
@@ -87,8 +95,4 @@ def run(ctx: StageContext) -> None:
         print("paper-stats: no judged row (empty dataset or panel): every table is empty", file=sys.stderr)
     cfg = ctx.config.raw["stats"]
     for name, table in compute(df, cfg["bootstrap_resamples"], cfg["bootstrap_seed"], cfg["case_study_seed"]).items():
-        out = ctx.outputs[name]
-        table = with_models(table, ctx.config)
-        write_provenance(out, provenance(ctx.stage, ctx.config, inputs=[str(p) for p in ctx.inputs.values()],
-                                         extra={"rows": len(table), **cfg}))
-        atomic_write_text(out, table.to_csv(index=False))
+        write_csv(ctx, name, with_models(table, ctx.config), **cfg)

@@ -1,0 +1,152 @@
+"""Stage pasbench-stats: every PaSBench table and figure input as a CSV under {results}/pasbench/stats/.
+
+Inputs (``--in``): ``items`` (items.jsonl) and per-model lists ``judgments_0, judgments_1, ...``; the probe
+outputs ``knowledge_*``, ``reactive_*``, ``verified_*`` are optional (a probe that is off gives a header-only
+CSV). Outputs (``--out``, all required): rates, k_curves, knowledge, reactive, pearson_models,
+pearson_samples, word_length, image_count, severity, propose_verify. Definitions: ``metrics`` module.
+
+Every input row is checked before anything is computed (a malformed one stops the stage with one line
+naming the file and record), every table is computed before any is written, and each CSV is written
+atomically with its provenance. No judged row, one model, or every sample not applicable gives well-formed
+tables (header-only or NaN rates with the reason in ``note``), never a crash.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from ...config import UserError
+from ...io import read_jsonl
+from ...pipeline.context import StageContext
+from ...stats.tables import write_csv
+from . import metrics as M
+
+OUTPUTS = ("rates", "k_curves", "knowledge", "reactive", "pearson_models", "pearson_samples", "word_length",
+           "image_count", "severity", "propose_verify")
+BOOL_OR_NULL = (True, False, None)
+
+
+class PasStatsError(UserError):
+    """A malformed input record: one line naming the file and the record."""
+
+
+def _read(path: Path) -> list[dict]:
+    try:
+        return list(read_jsonl(path))
+    except (OSError, ValueError) as exc:
+        raise PasStatsError(f"{path}: cannot read: {' '.join(str(exc).split())}") from None
+
+
+def _check_rows(path: Path, rows: list[dict], required: tuple[str, ...], checks: dict) -> None:
+    """Each row has the required keys, and each checked key one of its allowed values."""
+    for i, row in enumerate(rows):
+        where = f"{path}: record {i + 1} (item {row.get('item_id')!r})" if isinstance(row, dict) else \
+            f"{path}: record {i + 1}"
+        if not isinstance(row, dict):
+            raise PasStatsError(f"{where}: not a JSON object")
+        missing = [k for k in required if k not in row]
+        if missing:
+            raise PasStatsError(f"{where}: missing field(s) {missing}")
+        for key, allowed in checks.items():
+            value = row.get(key)
+            if not any(value is a or (value == a and type(value) is type(a)) for a in allowed):
+                raise PasStatsError(f"{where}: {key} = {value!r}, expected one of {list(allowed)}")
+
+
+def read_judgments(path: Path) -> list[dict]:
+    rows = _read(path)
+    _check_rows(path, rows, M.JUDGMENT_COLUMNS, {"status": M.STATUSES, "detected": BOOL_OR_NULL,
+                                                   "modality": M.MODALITIES})
+    for i, r in enumerate(rows):
+        if r["status"] == "ok" and r["detected"] is None:
+            raise PasStatsError(f"{path}: record {i + 1} (item {r['item_id']!r}): status ok without a detected verdict")
+    return rows
+
+
+def read_many(ctx: StageContext, prefix: str, reader) -> pd.DataFrame:
+    """The rows of every input named ``prefix`` or ``prefix_<i>``, in input order, as one frame."""
+    names = [n for n in ctx.inputs if n == prefix or (n.startswith(prefix + "_") and n[len(prefix) + 1:].isdigit())]
+    frames = [pd.DataFrame(reader(ctx.inputs[n])) for n in names]
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _knowledge_reader(path: Path) -> list[dict]:
+    rows = _read(path)
+    _check_rows(path, rows, ("item_id", "model", "status", "answer", "correct"),
+                {"answer": (*M.ANSWERS, None), "correct": BOOL_OR_NULL})
+    return rows
+
+
+def _reactive_reader(path: Path) -> list[dict]:
+    rows = _read(path)
+    _check_rows(path, rows, ("item_id", "model", "status", "detected"), {"detected": BOOL_OR_NULL})
+    return rows
+
+
+def _verified_reader(path: Path) -> list[dict]:
+    rows = _read(path)
+    _check_rows(path, rows, ("item_id", "model", "sample", "proposed", "verified", "status"),
+                {"proposed": (True, False), "verified": BOOL_OR_NULL})
+    return rows
+
+
+def _no_duplicates(df: pd.DataFrame, keys: list[str], what: str) -> None:
+    if len(df) and df.duplicated(keys).any():
+        first = df.loc[df.duplicated(keys), keys].iloc[0].to_dict()
+        raise PasStatsError(f"{what}: the same {'/'.join(keys)} twice, e.g. {first}")
+
+
+def read_items(path: Path) -> pd.DataFrame:
+    rows = _read(path)
+    _check_rows(path, rows, ("item_id", "modality"), {"modality": M.MODALITIES})
+    items = pd.DataFrame(rows).reindex(columns=["item_id", "modality", "safety_knowledge", "words", "n_images",
+                                                "severity"]) if rows else \
+        pd.DataFrame(columns=["item_id", "modality", "safety_knowledge", "words", "n_images", "severity"])
+    _no_duplicates(items, ["item_id"], str(path))
+    return items
+
+
+def compute(items: pd.DataFrame, judgments: pd.DataFrame, knowledge: pd.DataFrame, reactive: pd.DataFrame,
+            verified: pd.DataFrame, n_resamples: int, seed: int) -> dict[str, pd.DataFrame]:
+    counts = M.item_counts(judgments)
+    try:
+        M.with_items(counts, items)
+    except ValueError as exc:
+        raise PasStatsError(f"judgments: {exc}") from None
+    rates = M.rates(counts, n_resamples, seed)
+    try:
+        tables = {
+            "rates": rates,
+            "k_curves": M.k_curves(counts, n_resamples, seed),
+            "knowledge": M.knowledge(knowledge, items, counts),
+            "reactive": M.reactive(reactive, items, counts),
+            "pearson_models": M.pearson_models(rates),
+            "pearson_samples": M.pearson_samples(counts, items),
+            "word_length": M.word_length(counts, items, n_resamples, seed),
+            "image_count": M.image_count(counts, items, n_resamples, seed),
+            "severity": M.severity(counts, items, n_resamples, seed),
+            "propose_verify": M.propose_verify(verified, judgments, items, rates),
+        }
+    except ValueError as exc:
+        raise PasStatsError(" ".join(str(exc).split())) from None
+    return tables
+
+
+def run(ctx: StageContext) -> None:
+    cfg = (ctx.config.raw.get("pasbench") or {}).get("bootstrap") or {}
+    n_resamples, seed = int(cfg.get("resamples", M.N_RESAMPLES)), int(cfg.get("seed", M.SEED))
+    outputs = {name: ctx.outputs[name] for name in OUTPUTS}  # a missing --out stops here, before any work
+    items = read_items(ctx.inputs["items"])
+    judgments = read_many(ctx, "judgments", read_judgments)
+    _no_duplicates(judgments, ["model", "item_id", "sample"], "judgments")
+    verified = read_many(ctx, "verified", _verified_reader)
+    _no_duplicates(verified, ["model", "item_id", "sample"], "verified")
+    tables = compute(items, judgments, read_many(ctx, "knowledge", _knowledge_reader),
+                     read_many(ctx, "reactive", _reactive_reader), verified, n_resamples, seed)
+    if judgments.empty:
+        print("pasbench-stats: no judgment row: every table is empty", file=sys.stderr)
+    for name in outputs:
+        write_csv(ctx, name, tables[name], n_resamples=n_resamples, seed=seed)

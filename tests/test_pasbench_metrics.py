@@ -1,0 +1,393 @@
+"""PaSBench metrics and the pasbench-stats stage: expected values derived by hand next to each assertion."""
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from aura.config import UserError, validate_config
+from aura.families.pasbench import metrics as M
+from aura.families.pasbench import stats as S
+from aura.pipeline.context import StageContext
+from aura.provenance import sidecar_path
+from conftest import base_config
+
+
+def judgment_rows(model: str, item_id: str, outcomes: list, modality: str = "text") -> list[dict]:
+    """One judgment row per sample: True/False = judged (detected or not); a string = that status."""
+    return [{"item_id": item_id, "model": model, "sample": s, "modality": modality,
+             "status": o if isinstance(o, str) else "ok", "detected": o if isinstance(o, bool) else None,
+             "rationale": "", "judge": "j"} for s, o in enumerate(outcomes)]
+
+
+def hits(c: int, n: int = 4) -> list[bool]:
+    return [s < c for s in range(n)]
+
+
+def item(item_id: str, knowledge: str, words=None, n_images=0, severity=None) -> dict:
+    modality = item_id.split("-")[0]
+    return {"item_id": item_id, "modality": modality, "safety_knowledge": knowledge, "words": words,
+            "n_images": n_images, "severity": severity}
+
+
+@pytest.fixture
+def fixture():
+    """Model a: 3 text items x 4 samples with c = 0, 2, 4; a 4th text item with nothing judged (3 unparsed,
+    1 failed); 2 image items all not applicable (no vision)."""
+    rows = (judgment_rows("a", "text-0000", hits(0)) + judgment_rows("a", "text-0001", hits(2))
+            + judgment_rows("a", "text-0002", hits(4))
+            + judgment_rows("a", "text-0003", ["unparsed", "unparsed", "unparsed", "failed"])
+            + judgment_rows("a", "image-0000", ["not_applicable"] * 4, "image")
+            + judgment_rows("a", "image-0001", ["not_applicable"] * 4, "image"))
+    items = pd.DataFrame([item("text-0000", "k0", 150, severity="critical"), item("text-0001", "k1", 450, severity="info"),
+                          item("text-0002", "k2", 450, severity="info"), item("text-0003", "k3", 820, severity="warning"),
+                          item("image-0000", "k0", n_images=2), item("image-0001", "k1", n_images=3)])
+    return pd.DataFrame(rows), items
+
+
+def by(table: pd.DataFrame, **keys) -> dict:
+    part = table
+    for k, v in keys.items():
+        part = part[part[k] == v]
+    assert len(part) == 1, keys
+    return part.iloc[0].to_dict()
+
+
+# --- estimators ------------------------------------------------------------------------------------------
+
+def test_avg_best_worst_of_n_on_the_small_fixture(fixture):
+    judgments, _ = fixture
+    rates = M.rates(M.item_counts(judgments), n_resamples=200, seed=1)
+    t = by(rates, model="a", modality="text")
+    # per-item c/n = 0, 2/4, 4/4 -> Average-of-N = (0 + 0.5 + 1) / 3 = 0.5
+    assert t["avg_of_n"] == pytest.approx(0.5)
+    # at least one success: items 2 and 3 -> Best-of-N = 2/3
+    assert t["best_of_n"] == pytest.approx(2 / 3)
+    # all 4 successes: item 3 only -> Worst-of-N = 1/3
+    assert t["worst_of_n"] == pytest.approx(1 / 3)
+    # n_items 3 judged items; text-0003 has no judged sample (3 unparsed + 1 failed), counted beside
+    assert (t["n_items"], t["items_unjudged"], t["n_samples"], t["detected"]) == (3, 1, 12, 0 + 2 + 4)
+    assert (t["unparsed"], t["failed"], t["not_applicable"], t["n_max"], t["note"]) == (3, 1, 0, 4, "")
+    # 2 image items x 4 samples not applicable -> a row with NaN rates and the reason
+    i = by(rates, model="a", modality="image")
+    assert (i["n_items"], i["items_unjudged"], i["not_applicable"], i["note"]) == (0, 2, 8, "no judged sample")
+    assert all(math.isnan(i[c]) for c in M._ci_cols(M.RATES))
+    assert list(rates.columns) == M.RATES_COLUMNS and list(rates["modality"]) == ["text", "image"]
+
+
+def test_k_curves_on_the_small_fixture(fixture):
+    judgments, _ = fixture
+    curves = M.k_curves(M.item_counts(judgments), n_resamples=200, seed=1)
+    got = curves.set_index("k")
+    # Best-of-K = 1 - C(4-c, K)/C(4, K) per item, then the mean over the three items (c = 0, 2, 4):
+    #   c=0 -> 1 - C(4,K)/C(4,K) = 0 for every K;  c=4 -> 1 - C(0,K)/C(4,K) = 1 for every K
+    #   c=2 -> K=1: 1 - 2/4 = 1/2;  K=2: 1 - C(2,2)/C(4,2) = 1 - 1/6 = 5/6;  K=3, 4: 1 - 0 = 1
+    best = {1: (0 + 1 / 2 + 1) / 3, 2: (0 + 5 / 6 + 1) / 3, 3: (0 + 1 + 1) / 3, 4: (0 + 1 + 1) / 3}
+    # Worst-of-K = C(c, K)/C(4, K): c=0 -> 0;  c=4 -> 1;  c=2 -> K=1: 2/4;  K=2: 1/6;  K=3, 4: 0
+    worst = {1: (0 + 1 / 2 + 1) / 3, 2: (0 + 1 / 6 + 1) / 3, 3: (0 + 0 + 1) / 3, 4: (0 + 0 + 1) / 3}
+    assert list(got.index) == [1, 2, 3, 4] and (got["modality"] == "text").all()  # image: nothing judged
+    for k in range(1, 5):
+        assert got.loc[k, "best_of_k"] == pytest.approx(best[k]), k  # 1/2, 11/18, 2/3, 2/3
+        assert got.loc[k, "worst_of_k"] == pytest.approx(worst[k]), k  # 1/2, 7/18, 1/3, 1/3
+        assert got.loc[k, "n_items"] == 3
+    # K = 1 is the Average-of-N, K = N the Best-/Worst-of-N of the rates table
+    assert got.loc[1, "best_of_k"] == got.loc[1, "worst_of_k"] == pytest.approx(0.5)
+
+
+def test_k_beyond_an_items_n_leaves_the_item_out():
+    # item x: 2 judged of 3 (one unparsed), c = 1; item y: 3 judged, c = 3.
+    counts = M.item_counts(pd.DataFrame(judgment_rows("a", "text-0000", [True, False, "unparsed"])
+                                        + judgment_rows("a", "text-0001", [True, True, True])))
+    got = M.k_curves(counts, n_resamples=50, seed=0).set_index("k")
+    # K=2: x: 1 - C(1,2)/C(2,2) = 1, y: 1 -> best 1 over 2 items; worst x: C(1,2)/C(2,2) = 0, y: 1 -> 1/2
+    assert (got.loc[2, "n_items"], got.loc[2, "best_of_k"], got.loc[2, "worst_of_k"]) == (2, 1.0, 0.5)
+    # K=3 > n of x: only y remains -> best 1, worst 1, n_items 1
+    assert (got.loc[3, "n_items"], got.loc[3, "best_of_k"], got.loc[3, "worst_of_k"]) == (1, 1.0, 1.0)
+
+
+def test_estimator_equals_enumeration_over_all_k_subsets():
+    """On random (n, c): the combinatorial Best-/Worst-of-K equals the share of all K-subsets of the n
+    outcomes that contain a success / are all successes (brute force with itertools.combinations)."""
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        n = int(rng.integers(1, 9))
+        c = int(rng.integers(0, n + 1))
+        outcomes = [1] * c + [0] * (n - c)
+        for k in range(1, n + 1):
+            subsets = list(itertools.combinations(outcomes, k))
+            any_hit = sum(max(s) for s in subsets) / len(subsets)
+            all_hit = sum(min(s) for s in subsets) / len(subsets)
+            assert M.best_of_k([c], [n], k)[0] == pytest.approx(any_hit), (n, c, k)
+            assert M.worst_of_k([c], [n], k)[0] == pytest.approx(all_hit), (n, c, k)
+    assert np.isnan(M.best_of_k([1], [2], 3)[0]) and np.isnan(M.worst_of_k([0], [0], 1)[0])
+
+
+# --- bootstrap -----------------------------------------------------------------------------------------
+
+def test_bootstrap_contains_the_estimate_reproducible_and_equal_to_a_direct_loop():
+    rng = np.random.default_rng(3)
+    n = np.full(30, 4)
+    c = rng.integers(0, 5, size=30)
+    vals = M.item_values(c, n)
+    a = M.bootstrap_means(vals, n_resamples=500, seed=11)
+    assert a == M.bootstrap_means(vals, n_resamples=500, seed=11)  # same seed, same interval
+    assert a != M.bootstrap_means(vals, n_resamples=500, seed=12)
+    for name, (mean, lo, hi, n_items) in a.items():
+        assert lo <= mean <= hi and n_items == 30
+    # the vectorised draws are those of 500 successive rng.integers(0, 30, size=30) calls
+    ref = np.random.default_rng(11)
+    boots = np.array([vals["avg_of_n"][ref.integers(0, 30, size=30)].mean() for _ in range(500)])
+    assert (a["avg_of_n"][1], a["avg_of_n"][2]) == pytest.approx(tuple(np.percentile(boots, [2.5, 97.5])))
+    assert a["avg_of_n"][0] == pytest.approx(c.mean() / 4)
+
+
+# --- correlations ----------------------------------------------------------------------------------------
+
+def test_pearson_hand_value_on_three_points_and_scipy():
+    # x = (0, 1, 2), y = (0, 1, 3): means 1 and 4/3; dx = (-1, 0, 1), dy = (-4/3, -1/3, 5/3)
+    # sum dx*dy = 4/3 + 0 + 5/3 = 3; sum dx^2 = 2; sum dy^2 = (16 + 1 + 25)/9 = 14/3
+    # r = 3 / sqrt(2 * 14/3) = sqrt(27/28) = 0.98198
+    # p (two-sided, t with n-2 = 1 df, the Cauchy law): t = r sqrt(1/(1-r^2)) = sqrt(27), p = 1 - 2 atan(t)/pi
+    res = M.pearson([0, 1, 2], [0, 1, 3])
+    assert res["r"] == pytest.approx(math.sqrt(27 / 28))
+    assert res["p_value"] == pytest.approx(1 - 2 * math.atan(math.sqrt(27)) / math.pi)  # 0.1210
+    rng = np.random.default_rng(5)
+    x, y = rng.random(12), rng.random(12)
+    ref = sps.pearsonr(x, y)
+    assert (M.pearson(x, y)["r"], M.pearson(x, y)["p_value"]) == pytest.approx((ref.statistic, ref.pvalue))
+    assert M.pearson([0, 1], [1, 0])["note"] == "undefined: 2 point(s), Pearson needs 3"
+    assert M.pearson([1, 1, 1], [0, 1, 2])["note"] == "undefined: one side is constant"
+    assert M.pearson([0, 1, np.nan, 2], [0, 1, 5, 3])["r"] == pytest.approx(math.sqrt(27 / 28))  # NaN pair dropped
+
+
+def test_model_level_pearson_image_vs_text():
+    # three models, one image and one text item each, 4 samples: image c = 0, 1, 2 -> rates 0, 1/4, 1/2;
+    # text c = 0, 1, 3 -> 0, 1/4, 3/4: the x, y above scaled by 1/4 -> r = sqrt(27/28) (scale-free)
+    rows = []
+    for m, ci, ct in (("m1", 0, 0), ("m2", 1, 1), ("m3", 2, 3)):
+        rows += judgment_rows(m, "image-0000", hits(ci), "image") + judgment_rows(m, "text-0000", hits(ct))
+    rates = M.rates(M.item_counts(pd.DataFrame(rows)), n_resamples=20, seed=0)
+    table = M.pearson_models(rates)
+    avg = by(table, metric="avg_of_n")
+    assert (avg["n_models"], avg["models"], avg["note"]) == (3, "m1;m2;m3", "")
+    assert avg["r"] == pytest.approx(math.sqrt(27 / 28))
+    assert avg["p_value"] == pytest.approx(sps.pearsonr([0, .25, .5], [0, .25, .75]).pvalue)
+    # Best-of-N: image (0, 1, 1), text (0, 1, 1) -> r = 1; Worst-of-N: all 0 -> constant, undefined
+    assert by(table, metric="best_of_n")["r"] == pytest.approx(1.0)
+    assert by(table, metric="worst_of_n")["note"] == "undefined: one side is constant"
+    # one model only: undefined, said in the row
+    one = M.pearson_models(rates[rates["model"] == "m3"])
+    assert (one["n_models"] == 1).all() and one["r"].isna().all()
+    assert set(one["note"]) == {"undefined: 1 model(s), Pearson needs 3"}
+
+
+def test_sample_level_pearson_per_knowledge_point():
+    # model a, knowledge points k0..k2, each with an image and a text item, 4 runs each:
+    # image successes (0, 1, 2), text successes (0, 1, 3) -> shares x = (0, 1/4, 1/2), y = (0, 1/4, 3/4)
+    # -> r = sqrt(27/28); k3 has a text item only and is left out (n_points 3)
+    rows, items = [], []
+    for k, ci, ct in ((0, 0, 0), (1, 1, 1), (2, 2, 3)):
+        rows += judgment_rows("a", f"image-000{k}", hits(ci), "image") + judgment_rows("a", f"text-000{k}", hits(ct))
+        items += [item(f"image-000{k}", f"k{k}", n_images=2), item(f"text-000{k}", f"k{k}", 300)]
+    rows += judgment_rows("a", "text-0003", hits(4))
+    items.append(item("text-0003", "k3", 300))
+    # model b: only text -> no knowledge point with both modalities
+    rows += judgment_rows("b", "text-0000", hits(1))
+    table = M.pearson_samples(M.item_counts(pd.DataFrame(rows)), pd.DataFrame(items))
+    a, b = by(table, model="a"), by(table, model="b")
+    assert (a["n_points"], a["note"]) == (3, "") and a["r"] == pytest.approx(math.sqrt(27 / 28))
+    assert a["p_value"] == pytest.approx(1 - 2 * math.atan(math.sqrt(27)) / math.pi)
+    assert b["n_points"] == 0 and math.isnan(b["r"])
+    assert b["note"] == "undefined: 0 knowledge point(s) with both modalities, Pearson needs 3"
+
+
+# --- subsets ---------------------------------------------------------------------------------------------
+
+def test_word_length_image_count_and_severity(fixture):
+    judgments, items = fixture
+    counts = M.item_counts(judgments)
+    words = M.word_length(counts, items, n_resamples=100, seed=0).set_index("bucket")
+    # text-0000: 150 words -> [0,400), c=0; text-0001 and text-0002: 450 -> [400,500), c = 2, 4;
+    # text-0003: 820 -> [800,inf), nothing judged
+    assert list(words.index) == ["[0,400)", "[400,500)", "[500,600)", "[600,700)", "[700,800)", "[800,inf)"]
+    assert list(words["in_paper"]) == [False, True, True, True, True, False]
+    assert (words.loc["[400,500)", "n_items"], words.loc["[400,500)", "avg_of_n"]) == (2, 0.75)  # (1/2 + 1)/2
+    assert (words.loc["[400,500)", "best_of_n"], words.loc["[400,500)", "worst_of_n"]) == (1.0, 0.5)
+    assert (words.loc["[0,400)", "n_items"], words.loc["[0,400)", "avg_of_n"]) == (1, 0.0)
+    assert words.loc["[800,inf)", "n_items"] == 0 and math.isnan(words.loc["[800,inf)", "avg_of_n"])
+    assert (words.loc["[400,500)", "lo"], words.loc["[400,500)", "hi"]) == (400, 500)
+    assert [M.word_bucket(w) for w in (399, 400, 799, 800, None)] == \
+        ["[0,400)", "[400,500)", "[700,800)", "[800,inf)", "unknown"]
+    images = M.image_count(counts, items, n_resamples=100, seed=0).set_index("n_images")
+    # a row per sub-image count 1-4; both image items of model a are not applicable -> 0 judged items
+    assert list(images.index) == [1, 2, 3, 4] and list(images["in_paper"]) == [False, True, True, False]
+    assert (images["n_items"] == 0).all()
+    sev = M.severity(counts, items, n_resamples=100, seed=0)
+    text = sev[sev["modality"] == "text"].set_index("severity")
+    # critical: text-0000 (c=0) -> 0; info: text-0001, text-0002 -> (1/2 + 1)/2; warning: text-0003 unjudged
+    assert list(text.index) == ["critical", "warning", "info"]
+    assert (text.loc["critical", "avg_of_n"], text.loc["info", "avg_of_n"], text.loc["warning", "n_items"]) == \
+        (0.0, 0.75, 0)
+    # image items carry no severity -> an "unknown" row after the three tags
+    assert list(sev[sev["modality"] == "image"]["severity"]) == ["critical", "warning", "info", "unknown"]
+
+
+def test_image_count_on_judged_image_items():
+    # vision model v: image-0000 (2 sub-images) c = 1 of 4, image-0001 (3 sub-images) c = 4 of 4
+    rows = judgment_rows("v", "image-0000", hits(1), "image") + judgment_rows("v", "image-0001", hits(4), "image")
+    items = pd.DataFrame([item("image-0000", "k0", n_images=2), item("image-0001", "k1", n_images=3)])
+    got = M.image_count(M.item_counts(pd.DataFrame(rows)), items, n_resamples=100, seed=0).set_index("n_images")
+    assert (got.loc[2, "avg_of_n"], got.loc[2, "best_of_n"], got.loc[2, "worst_of_n"]) == (0.25, 1.0, 0.0)
+    assert (got.loc[3, "avg_of_n"], got.loc[3, "worst_of_n"], got.loc[3, "n_samples"]) == (1.0, 1.0, 4)
+
+
+# --- probes ----------------------------------------------------------------------------------------------
+
+def test_knowledge_probe_shares_and_accuracy(fixture):
+    judgments, items = fixture
+    counts = M.item_counts(judgments)
+    probe = pd.DataFrame([
+        {"item_id": "text-0000", "model": "a", "status": "ok", "answer": "true", "correct": True},
+        {"item_id": "text-0001", "model": "a", "status": "ok", "answer": "not_sure", "correct": False},
+        {"item_id": "text-0002", "model": "a", "status": "ok", "answer": "false", "correct": False},
+        {"item_id": "text-0003", "model": "a", "status": "unparsed", "answer": None, "correct": None},
+        # image-0000 shares k0 with text-0000: the point counts once, the text item's row is kept
+        {"item_id": "image-0000", "model": "a", "status": "ok", "answer": "false", "correct": False}])
+    table = M.knowledge(probe, items, counts)
+    allp = by(table, model="a", subset="all")
+    # 4 points k0..k3; answered 3 (true, not_sure, false), k3 unparsed -> unanswered 1
+    assert (allp["n_points"], allp["answered"], allp["true"], allp["false"], allp["not_sure"], allp["unanswered"]) == \
+        (4, 3, 1, 1, 1, 1)
+    assert (allp["true_share"], allp["accuracy"]) == pytest.approx((1 / 3, 1 / 3))
+    # Wilson 95% for 1 of 3 (z = 1.95996): centre (1/3 + z^2/6)/(1 + z^2/3) = 0.9736/2.2805 = 0.4269,
+    # half-width z sqrt(2/27 + z^2/36)/(1 + z^2/3) = 1.95996 * 0.53840 / 2.28049 = 0.4627 -> (0.0615, 0.7923)
+    assert (allp["accuracy_lo"], allp["accuracy_hi"]) == pytest.approx((0.0615, 0.7923), abs=1e-4)
+    # proactive text Average-of-N over k0..k3: (0 + 1/2 + 1)/3 (text-0003 unjudged); image: nothing judged
+    assert allp["text_avg_of_n"] == pytest.approx(0.5) and math.isnan(allp["image_avg_of_n"])
+    img = by(table, model="a", subset="image_points")
+    # points with an image item: k0, k1 -> rows text-0000 (true, correct), text-0001 (not sure)
+    assert (img["n_points"], img["true"], img["not_sure"], img["accuracy"]) == (2, 1, 1, 0.5)
+    assert img["text_avg_of_n"] == pytest.approx(0.25)  # (0 + 1/2)/2
+
+
+def test_reactive_table2_counts(fixture):
+    judgments, items = fixture
+    counts = M.item_counts(judgments)
+    probe = pd.DataFrame([
+        {"item_id": "text-0000", "model": "a", "status": "ok", "detected": True, "rationale": "", "answer": ""},
+        {"item_id": "text-0001", "model": "a", "status": "ok", "detected": False, "rationale": "", "answer": ""},
+        {"item_id": "text-0003", "model": "a", "status": "unparsed", "detected": None, "rationale": "", "answer": ""}])
+    row = by(M.reactive(probe, items, counts), model="a", modality="text")
+    # judged 2 (text-0003 unparsed), detected 1 -> 1/2; Wilson 1 of 2: centre 1/2, half-width
+    # 1.95996 * sqrt(1/8 + 3.84146/16) / (1 + 3.84146/2) = 1.95996 * 0.60424 / 2.92073 = 0.40548
+    assert (row["items_probed"], row["judged"], row["detected"], row["unjudged"], row["rate"]) == (3, 2, 1, 1, 0.5)
+    assert (row["rate_lo"], row["rate_hi"]) == pytest.approx((0.5 - 0.40548, 0.5 + 0.40548), abs=1e-4)
+    # failed proactive samples: text-0000 4 - 0 = 4, text-0001 4 - 2 = 2 -> 6; detected reactively: text-0000 -> 4
+    assert (row["failed_samples"], row["detected_samples"]) == (6, 4)
+    assert row["sample_rate"] == pytest.approx(4 / 6)
+
+
+def test_propose_then_verify(fixture):
+    _, items = fixture
+    # text-0000: samples detected T F F F; text-0001: F F F F
+    judgments = pd.DataFrame(judgment_rows("a", "text-0000", [True, False, False, False])
+                             + judgment_rows("a", "text-0001", [False] * 4))
+    v = lambda i, s, p, ver, st="ok": {"item_id": i, "model": "a", "sample": s, "proposed": p,  # noqa: E731
+                                       "verified": ver, "status": st}
+    verified = pd.DataFrame([v("text-0000", 0, True, True), v("text-0000", 1, True, False),
+                             v("text-0000", 2, False, None, "not_applicable"), v("text-0000", 3, True, None, "failed"),
+                             v("text-0001", 0, True, True), v("text-0001", 1, False, None, "not_applicable"),
+                             v("text-0001", 2, False, None, "not_applicable"),
+                             v("text-0001", 3, False, None, "not_applicable")])
+    rates = M.rates(M.item_counts(judgments), n_resamples=20, seed=0)
+    row = by(M.propose_verify(verified, judgments, items, rates), model="a", modality="text")
+    # proposed: t0 s0 s1 s3 + t1 s0 = 4; verified: t0 s0, t1 s0 = 2; unresolved: t0 s3 (failed) = 1
+    assert (row["n_items"], row["n_samples"], row["proposed"], row["verified"], row["verify_unresolved"]) == \
+        (2, 8, 4, 2, 1)
+    # proposal precision: of the 4 proposals only t0 s0 detected -> 1/4; verified: t0 s0 yes, t1 s0 no -> 1/2
+    assert (row["proposal_precision"], row["verified_precision"]) == (0.25, 0.5)
+    # both items have a verified proposal -> alert 1; only t0's verified proposal names the risk -> 1/2
+    assert (row["item_alert_rate"], row["item_detect_rate"]) == (1.0, 0.5)
+    # beside it: Average-of-N (1/4 + 0)/2 = 1/8, Best-of-N (1 + 0)/2 = 1/2
+    assert (row["avg_of_n"], row["best_of_n"]) == (0.125, 0.5)
+
+
+# --- degenerate inputs and the stage ---------------------------------------------------------------------
+
+def test_no_judged_rows_give_header_only_tables():
+    empty = pd.DataFrame()
+    items = pd.DataFrame(columns=["item_id", "modality", "safety_knowledge", "words", "n_images", "severity"])
+    tables = S.compute(items, empty, empty, empty, empty, n_resamples=10, seed=0)
+    assert set(tables) == set(S.OUTPUTS)
+    for name, table in tables.items():
+        if name == "pearson_models":  # one row per rate, each saying why r is undefined
+            assert list(table["n_models"]) == [0, 0, 0] and table["r"].isna().all()
+        else:
+            assert table.empty, name
+    assert list(tables["rates"].columns) == M.RATES_COLUMNS and list(tables["k_curves"].columns) == M.K_COLUMNS
+    assert list(tables["knowledge"].columns) == M.KNOWLEDGE_COLUMNS
+
+
+def stage_config(tmp_path):
+    raw = base_config("http://127.0.0.1:9/v1", tmp_path / "cache")
+    raw["pasbench"] = {"bootstrap": {"resamples": 200, "seed": 3}}
+    return validate_config(raw)
+
+
+def write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def stage_ctx(tmp_path, inputs):
+    out = tmp_path / "stats"
+    return StageContext(stage="pasbench-stats", config=stage_config(tmp_path), inputs=inputs,
+                        outputs={name: out / f"{name}.csv" for name in S.OUTPUTS})
+
+
+def test_stage_writes_every_csv_with_provenance(fixture, tmp_path):
+    judgments, items = fixture
+    ip = write(tmp_path / "items.jsonl", items.to_dict("records"))
+    ja = write(tmp_path / "a.jsonl", judgments.to_dict("records"))
+    jb = write(tmp_path / "b.jsonl", judgment_rows("b", "text-0000", hits(3)))  # model b: c = 3 of 4
+    ctx = stage_ctx(tmp_path, {"items": ip, "judgments_0": ja, "judgments_1": jb})
+    S.run(ctx)
+    rates = pd.read_csv(ctx.outputs["rates"])
+    assert list(rates.columns) == M.RATES_COLUMNS
+    assert list(zip(rates["model"], rates["modality"])) == [("a", "text"), ("a", "image"), ("b", "text")]
+    assert by(rates, model="b")["avg_of_n"] == 0.75  # 3/4
+    again = pd.read_csv(ctx.outputs["rates"])
+    S.run(ctx)  # the same seed from the config: the same intervals
+    pd.testing.assert_frame_equal(again, pd.read_csv(ctx.outputs["rates"]))
+    for name in S.OUTPUTS:  # probes not given -> header-only CSVs; every CSV has its provenance
+        prov = json.loads(sidecar_path(ctx.outputs[name]).read_text())
+        assert ctx.outputs[name].exists() and prov["stage"] == "pasbench-stats", name
+        assert (prov["n_resamples"], prov["seed"]) == (200, 3)  # from the config's pasbench.bootstrap
+    assert pd.read_csv(ctx.outputs["knowledge"]).empty and pd.read_csv(ctx.outputs["propose_verify"]).empty
+    pm = pd.read_csv(ctx.outputs["pearson_models"])  # a has no judged image -> fewer than 3 models
+    assert pm["r"].isna().all() and pm["note"].str.startswith("undefined").all()
+
+
+def test_stage_bad_record_names_file_and_record_and_writes_nothing(fixture, tmp_path):
+    judgments, items = fixture
+    ip = write(tmp_path / "items.jsonl", items.to_dict("records"))
+    rows = judgments.to_dict("records")
+    rows[5]["detected"] = "yes"
+    ja = write(tmp_path / "a.jsonl", rows)
+    ctx = stage_ctx(tmp_path, {"items": ip, "judgments_0": ja})
+    with pytest.raises(UserError, match=r"a\.jsonl: record 6 \(item 'text-0001'\): detected = 'yes'"):
+        S.run(ctx)
+    assert not any(p.exists() for p in ctx.outputs.values())
+    # an item judged but missing from the items file: one line naming it
+    ja = write(tmp_path / "a.jsonl", judgment_rows("a", "text-0099", hits(1)))
+    with pytest.raises(UserError, match="text-0099"):
+        S.run(stage_ctx(tmp_path, {"items": ip, "judgments_0": ja}))
+    # the same sample twice
+    ja = write(tmp_path / "a.jsonl", judgment_rows("a", "text-0000", hits(1)) * 2)
+    with pytest.raises(UserError, match="twice"):
+        S.run(stage_ctx(tmp_path, {"items": ip, "judgments_0": ja}))

@@ -1,0 +1,209 @@
+"""The agent loop of an LPS-Bench episode: any MCP tool server, the evaluated model, an execution record.
+
+`run_episode(session, client, spec)` lists the tools of an MCP `ClientSession`, offers them to the
+evaluated model as OpenAI `tools`, and loops: one model call (one *step*), then each tool call it made
+is executed through the MCP session and its result goes back as a `tool` message. It stops when
+
+- the model answers without a tool call (``final_answer``),
+- ``max_steps`` model calls were made and the last one still called tools (``step_cap``),
+- the agent's calls used ``max_tokens`` prompt + completion tokens or more (``token_cap``; checked
+  after each step, whose tool calls are carried out first),
+- the model call failed (``model_failed``) or the emulated environment did (``tool_failed``).
+
+Every step keeps what was added to the conversation for its request, the cache key of the request,
+the answer (text and tool calls), tokens, and each tool call's result. Every model call and every
+emulator call goes through the LLM layer's cache, so rerunning a killed episode replays the finished
+steps from the cache (the tool server gets the same calls in the same order, so its emulator requests
+are the same too) and only the steps never answered reach an endpoint.
+
+`run_case(spec, spec_path, client)` runs an episode against the LM-emulated tool server started as a
+subprocess (``python -m aura.families.lpsbench.tool_server``). One LLMClient runs one episode at a
+time (its `arun` is not re-entrant).
+
+    python -m aura.families.lpsbench.agent <episode spec file> <record.json>
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from pydantic import BaseModel, Field
+
+from ...config import REPO_ROOT, UserError
+from ...io import atomic_write_json
+from ...llm import LLMClient, LLMRequest
+from ...llm.tool_calls import assistant_message, openai_tool, parse_arguments, tool_message
+from ...prompts import load_prompt
+from .spec import PROMPTS, EpisodeSpec, load_spec
+
+ROLE = "lps_agent"
+StopReason = Literal["final_answer", "step_cap", "token_cap", "model_failed", "tool_failed"]
+
+
+class ToolResult(BaseModel):
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | None  # None when the model's arguments were not a JSON object
+    arguments_text: str
+    status: Literal["ok", "error", "bad_arguments", "failed"]  # error: the tool said so; failed: the environment
+    observation: str  # what the agent was given back
+
+
+class Step(BaseModel):
+    index: int
+    new_messages: list[dict]  # the messages this step's request added to the conversation
+    cache_key: str | None
+    cache_hit: bool
+    status: str  # the LLM result's status
+    error: str | None = None
+    finish_reason: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    content: str | None = None
+    tool_calls: list[dict] = Field(default_factory=list)
+    tool_results: list[ToolResult] = Field(default_factory=list)
+
+
+class Episode(BaseModel):
+    """The execution record of one episode (what the evaluator will read)."""
+
+    case_id: str
+    risk: str
+    domain: str
+    model: str
+    emulator: str
+    sample: int
+    status: Literal["ok", "failed"]  # failed: the model or the environment failed, not the agent's choice
+    stop_reason: StopReason
+    error: str | None = None
+    steps: list[Step]
+    tokens_in: int
+    tokens_out: int
+    tools: list[dict]  # the OpenAI tools offered
+    messages: list[dict]  # the whole conversation at the end
+    final_answer: str | None = None
+    prompt: str  # name.vN of the agent's system prompt
+    prompt_sha256: str
+
+
+def mcp_tools_to_openai(tools) -> list[dict]:
+    """MCP `Tool`s (name, description, inputSchema) as OpenAI function tools, in listing order."""
+    return [openai_tool(t.name, t.description, t.input_schema) for t in tools]
+
+
+def _observation(result) -> str:
+    texts = [c.text for c in result.content if getattr(c, "type", None) == "text"]
+    other = [c.type for c in result.content if getattr(c, "type", None) != "text"]
+    return "\n".join(texts + [f"[{kind} content]" for kind in other])
+
+
+async def _execute(session: ClientSession, call: dict) -> ToolResult:
+    fn = call.get("function") or {}
+    name, text = fn.get("name", ""), fn.get("arguments") or ""
+    arguments, reason = parse_arguments(call)
+    if reason is not None:
+        return ToolResult(call_id=call.get("id", ""), name=name, arguments=None, arguments_text=text,
+                          status="bad_arguments", observation=f"Error: {reason}")
+    result = await session.call_tool(name, arguments)
+    structured = result.structured_content or {}
+    status = "failed" if structured.get("status") == "failed" else ("error" if result.is_error else "ok")
+    return ToolResult(call_id=call.get("id", ""), name=name, arguments=arguments, arguments_text=text,
+                      status=status, observation=_observation(result))
+
+
+async def run_episode(session: ClientSession, client: LLMClient, spec: EpisodeSpec) -> Episode:
+    """Run one episode over an initialized MCP session (see the module docstring for the stop rules)."""
+    settings, case = spec.settings, spec.case
+    prompt = load_prompt(PROMPTS / settings.prompt)
+    tools = mcp_tools_to_openai((await session.list_tools()).tools)
+    messages = prompt.render(instruction=case.instruction)
+    steps: list[Step] = []
+    tokens_in = tokens_out = 0
+    sent = 0  # messages already part of an earlier request
+    stop: StopReason | None = None
+    error = final = None
+    for index in range(settings.max_steps):
+        req = LLMRequest(item_id=f"{case.case_id}:s{spec.sample}:step{index}", messages=list(messages),
+                         prompt_name=prompt.ref, prompt_sha256=prompt.sha256, sample_index=spec.sample,
+                         params=dict(settings.params) or None, tools=tools, tool_choice=settings.tool_choice)
+        [res] = await client.arun(ROLE, spec.agent_model, [req], desc=f"{ROLE}:{case.case_id}:step{index}")
+        rec = res.calls[-1] if res.calls else None
+        step = Step(index=index, new_messages=messages[sent:], cache_key=rec.key if rec else None,
+                    cache_hit=bool(rec and rec.cache_hit), status=res.status, error=res.error,
+                    finish_reason=res.finish_reason, tokens_in=sum(c.tokens_in for c in res.calls),
+                    tokens_out=sum(c.tokens_out for c in res.calls), content=res.text,
+                    tool_calls=res.tool_calls or [])
+        steps.append(step)
+        sent = len(messages)
+        tokens_in, tokens_out = tokens_in + step.tokens_in, tokens_out + step.tokens_out
+        if res.status != "ok":
+            stop, error = "model_failed", res.error or res.status
+            break
+        messages.append(assistant_message(res.text, res.tool_calls))
+        if not res.tool_calls:
+            stop, final = "final_answer", res.text
+            break
+        for call in res.tool_calls:
+            result = await _execute(session, call)
+            step.tool_results.append(result)
+            messages.append(tool_message(result.call_id, result.observation))
+            if result.status == "failed":
+                stop, error = "tool_failed", result.observation
+                break
+        if stop is not None:
+            break
+        if settings.max_tokens is not None and tokens_in + tokens_out >= settings.max_tokens:
+            stop = "token_cap"
+            break
+    else:
+        stop = "step_cap"
+    return Episode(case_id=case.case_id, risk=case.risk, domain=case.domain, model=spec.agent_model,
+                   emulator=spec.emulator_model, sample=spec.sample,
+                   status="failed" if stop in ("model_failed", "tool_failed") else "ok", stop_reason=stop,
+                   error=error, steps=steps, tokens_in=tokens_in, tokens_out=tokens_out, tools=tools,
+                   messages=messages, final_answer=final, prompt=prompt.ref, prompt_sha256=prompt.sha256)
+
+
+def tool_server_params(spec_path: str | Path) -> StdioServerParameters:
+    """How to start the emulated tool server for a spec file (this interpreter, the package on its path)."""
+    env = dict(os.environ)  # the emulator's endpoint may need an API key variable
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT / "src"), env.get("PYTHONPATH")) if p)
+    return StdioServerParameters(command=sys.executable,
+                                 args=["-m", "aura.families.lpsbench.tool_server", str(spec_path)], env=env)
+
+
+async def run_case(spec: EpisodeSpec, spec_path: str | Path, client: LLMClient, write: bool = True) -> Episode:
+    """Write the spec (unless it is already there), start the emulated tool server on it, run the
+    episode, stop the server."""
+    if write:
+        spec.write(spec_path)
+    async with stdio_client(tool_server_params(spec_path)) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            return await run_episode(session, client, spec)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2:
+        print("usage: python -m aura.families.lpsbench.agent <episode spec file> <record.json>", file=sys.stderr)
+        return 2
+    try:
+        spec, config = load_spec(argv[0])
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    with LLMClient(config) as client:
+        episode = asyncio.run(run_case(spec, argv[0], client, write=False))
+    atomic_write_json(argv[1], episode.model_dump(mode="json"))
+    print(f"{episode.case_id}: {episode.stop_reason} after {len(episode.steps)} steps, "
+          f"{episode.tokens_in}+{episode.tokens_out} tokens", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

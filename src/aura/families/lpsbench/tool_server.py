@@ -1,0 +1,145 @@
+"""An MCP tool server (stdio) for one LPS-Bench episode, answered by an LM-emulated environment.
+
+    python -m aura.families.lpsbench.tool_server <episode spec file>
+
+It lists the case's tools (name, description, JSON-schema parameters) and answers each call with an
+observation written by the emulator model (prompts/lpsbench/emulator.v1.md), which sees the case's
+instruction, its risk category, every tool's spec and behaviour note, the calls so far with their
+results, and the call to answer. Emulator calls go through the project's LLM layer, so they are cached:
+an episode replayed with the same agent calls gets the same observations without a request.
+
+A call to an unknown tool, or with arguments its schema rejects, gets the error a real server would
+give (no emulator call). An emulator call that fails is answered as an error whose structured content
+says ``{"status": "failed"}``, so the agent loop can stop the episode instead of feeding the agent an
+invented error. Nothing but MCP messages is written on stdout; progress and errors go to stderr.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import anyio
+import jsonschema
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+from ...config import UserError
+from ...llm import LLMClient, LLMRequest
+from ...llm.accounting import Accounting
+from ...prompts import load_prompt
+from .cases import ToolSpec
+from .spec import EMULATOR_PROMPT, PROMPTS, EpisodeSpec, load_spec
+
+ROLE = "lps_emulator"
+
+
+def _args_text(arguments: dict) -> str:
+    return json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+
+
+def _tools_text(tools: list[ToolSpec]) -> str:
+    lines = []
+    for t in tools:
+        lines.append(f"- {t.name}: {t.description}".rstrip())
+        lines.append(f"  parameters: {json.dumps(t.parameters, sort_keys=True, ensure_ascii=False)}")
+        if t.behaviour:
+            lines.append(f"  behaviour: {t.behaviour}")
+    return "\n".join(lines)
+
+
+class EmulatedEnvironment:
+    """The case's tools, answered by the emulator model; keeps the episode's call history."""
+
+    def __init__(self, spec: EpisodeSpec, client: LLMClient):
+        self.spec, self.client = spec, client
+        self.tools = spec.case.tools()
+        self.by_name = {t.name: t for t in self.tools}
+        self.prompt = load_prompt(PROMPTS / EMULATOR_PROMPT)
+        self.history: list[tuple[str, dict, str]] = []  # (tool, arguments, what it returned)
+
+    def listing(self) -> list[types.Tool]:
+        return [types.Tool(name=t.name, description=t.description, input_schema=t.parameters) for t in self.tools]
+
+    def messages(self, name: str, arguments: dict) -> list[dict]:
+        risk = self.spec.case.risk_info
+        history = "\n".join(f"{i}. {tool}({_args_text(args)}) returned:\n{out}"
+                            for i, (tool, args, out) in enumerate(self.history, 1)) or "(none yet)"
+        return self.prompt.render(instruction=self.spec.case.instruction, risk_kind=risk.kind,
+                                  risk_title=risk.title, risk_definition=risk.definition,
+                                  tools=_tools_text(self.tools), history=history, tool_name=name,
+                                  arguments=_args_text(arguments))
+
+    async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+        arguments = arguments or {}
+        tool = self.by_name.get(name)
+        if tool is None:
+            return self._answer(name, arguments, f"Error: unknown tool '{name}'", "rejected")
+        err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(tool.parameters).iter_errors(arguments))
+        if err is not None:
+            where = "/".join(map(str, err.absolute_path)) or "arguments"
+            return self._answer(name, arguments, f"Error: invalid arguments for {name}: {where}: {err.message}",
+                                "rejected")
+        n = len(self.history) + 1
+        req = LLMRequest(item_id=f"{self.spec.case.case_id}:s{self.spec.sample}:tool{n}",
+                         messages=self.messages(name, arguments), prompt_name=self.prompt.ref,
+                         prompt_sha256=self.prompt.sha256, sample_index=self.spec.sample)
+        try:
+            [res] = await self.client.arun(ROLE, self.spec.emulator_model, [req], desc=f"{ROLE}:{name}")
+        except Exception as exc:  # noqa: BLE001 - a fatal endpoint error or the failure ceiling: told, not hidden
+            return self._failed(name, f"{type(exc).__name__}: {exc}")
+        if res.status != "ok":
+            return self._failed(name, res.error or res.status)
+        return self._answer(name, arguments, (res.text or "").strip() or "(no output)", "ok")
+
+    def _answer(self, name: str, arguments: dict, text: str, status: str) -> types.CallToolResult:
+        self.history.append((name, arguments, text))
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=status != "ok",
+                                    structured_content={"status": status})
+
+    @staticmethod
+    def _failed(name: str, error: str) -> types.CallToolResult:
+        text = f"emulated environment failed on {name}: {error}"
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True,
+                                    structured_content={"status": "failed", "error": error})
+
+
+def build_server(env: EmulatedEnvironment) -> Server:
+    async def list_tools(ctx, params) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=env.listing())
+
+    async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return await env.call(params.name, params.arguments)
+
+    return Server("lpsbench-emulated", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def serve(env: EmulatedEnvironment) -> None:
+    server = build_server(env)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m aura.families.lpsbench.tool_server <episode spec file>", file=sys.stderr)
+        return 2
+    try:
+        spec, config = load_spec(argv[0])
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    with LLMClient(config, accounting=Accounting(ROLE, stream=sys.stderr)) as client:
+        env = EmulatedEnvironment(spec, client)
+        try:
+            anyio.run(serve, env)
+        finally:
+            if spec.emulator_calls:
+                client.acc.write_records(spec.emulator_calls)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

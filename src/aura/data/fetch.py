@@ -1,4 +1,5 @@
-"""Fetch the R-Judge seed folder from a pinned upstream archive, with a recorded checksum.
+"""Fetch a data folder (the R-Judge seeds; the PaSBench files, ``aura.families.pasbench.data.run_fetch``) from
+a pinned upstream archive, with a recorded checksum.
 
 The config names either a local folder or an upstream archive URL pinned to a commit (e.g.
 ``https://github.com/<owner>/<repo>/archive/<40-hex-commit>.tar.gz``). :func:`fetch_archive`

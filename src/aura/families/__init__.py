@@ -37,10 +37,11 @@ def enabled(raw: dict) -> list[Family]:
     return [load(name) for name in (list(FAMILIES) if names is None else names)]
 
 
-def merged(part: str, values_of) -> dict:
-    """Merge one dict-valued part over every family; a key two families share is an error naming both."""
+def merged(part: str, values_of, families: list[Family] | None = None) -> dict:
+    """Merge one dict-valued part over every family (default: all registered); a key two families share
+    is an error naming both."""
     out, owner = {}, {}
-    for family in all_families():
+    for family in all_families() if families is None else families:
         for key, value in values_of(family).items():
             if key in out:
                 raise ValueError(f"{part} '{key}' is defined by both family '{owner[key]}' and '{family.name}'")

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
+from aura.cli import main
 from aura.config import UserError, validate_config
 from aura.families.pasbench import metrics as M
 from aura.families.pasbench import stats as S
@@ -285,11 +286,26 @@ def test_reactive_table2_counts(fixture):
     row = by(M.reactive(probe, items, counts), model="a", modality="text")
     # judged 2 (text-0003 unparsed), detected 1 -> 1/2; Wilson 1 of 2: centre 1/2, half-width
     # 1.95996 * sqrt(1/8 + 3.84146/16) / (1 + 3.84146/2) = 1.95996 * 0.60424 / 2.92073 = 0.40548
-    assert (row["items_probed"], row["judged"], row["detected"], row["unjudged"], row["rate"]) == (3, 2, 1, 1, 0.5)
+    assert (row["items_probed"], row["probes"], row["judged"], row["detected"], row["unjudged"], row["rate"]) == \
+        (3, 3, 2, 1, 1, 0.5)
     assert (row["rate_lo"], row["rate_hi"]) == pytest.approx((0.5 - 0.40548, 0.5 + 0.40548), abs=1e-4)
     # failed proactive samples: text-0000 4 - 0 = 4, text-0001 4 - 2 = 2 -> 6; detected reactively: text-0000 -> 4
     assert (row["failed_samples"], row["detected_samples"]) == (6, 4)
     assert row["sample_rate"] == pytest.approx(4 / 6)
+
+
+def test_reactive_per_failed_sample(fixture):
+    """The evaluation stage probes each failed sample (rows carry `sample`): each row counts once."""
+    judgments, items = fixture
+    r = lambda i, s, st, d: {"item_id": i, "model": "a", "sample": s, "status": st, "detected": d}  # noqa: E731
+    # text-0000 failed all 4 samples, text-0001 failed samples 2 and 3 (c = 2 of 4)
+    probe = pd.DataFrame([r("text-0000", 0, "ok", True), r("text-0000", 1, "ok", True), r("text-0000", 2, "ok", False),
+                          r("text-0000", 3, "unparsed", None), r("text-0001", 2, "ok", True),
+                          r("text-0001", 3, "ok", False)])
+    row = by(M.reactive(probe, items, M.item_counts(judgments)), model="a", modality="text")
+    # 6 probes over 2 items; judged 5 (one unparsed); detected 3 -> 3/5; as Table 2: 3 of 5 failed samples
+    assert (row["items_probed"], row["probes"], row["judged"], row["detected"], row["unjudged"]) == (2, 6, 5, 3, 1)
+    assert (row["failed_samples"], row["detected_samples"], row["rate"], row["sample_rate"]) == (5, 3, 0.6, 0.6)
 
 
 def test_propose_then_verify(fixture):
@@ -344,10 +360,10 @@ def write(path, rows):
     return path
 
 
-def stage_ctx(tmp_path, inputs):
+def stage_ctx(tmp_path, inputs, outputs=S.OUTPUTS):
     out = tmp_path / "stats"
     return StageContext(stage="pasbench-stats", config=stage_config(tmp_path), inputs=inputs,
-                        outputs={name: out / f"{name}.csv" for name in S.OUTPUTS})
+                        outputs={name: out / f"{name}.csv" for name in outputs})
 
 
 def test_stage_writes_every_csv_with_provenance(fixture, tmp_path):
@@ -355,7 +371,10 @@ def test_stage_writes_every_csv_with_provenance(fixture, tmp_path):
     ip = write(tmp_path / "items.jsonl", items.to_dict("records"))
     ja = write(tmp_path / "a.jsonl", judgments.to_dict("records"))
     jb = write(tmp_path / "b.jsonl", judgment_rows("b", "text-0000", hits(3)))  # model b: c = 3 of 4
-    ctx = stage_ctx(tmp_path, {"items": ip, "judgments_0": ja, "judgments_1": jb})
+    # knowledge rows as the probe writes them: one answer copied to every item of its point
+    ka = write(tmp_path / "ka.jsonl", [{"item_id": i, "model": "a", "status": "ok", "answer": "true", "correct": True}
+                                       for i in items["item_id"]])
+    ctx = stage_ctx(tmp_path, {"items": ip, "judgments_0": ja, "judgments_1": jb, "knowledge_0": ka})
     S.run(ctx)
     rates = pd.read_csv(ctx.outputs["rates"])
     assert list(rates.columns) == M.RATES_COLUMNS
@@ -364,16 +383,32 @@ def test_stage_writes_every_csv_with_provenance(fixture, tmp_path):
     again = pd.read_csv(ctx.outputs["rates"])
     S.run(ctx)  # the same seed from the config: the same intervals
     pd.testing.assert_frame_equal(again, pd.read_csv(ctx.outputs["rates"]))
-    for name in S.OUTPUTS:  # probes not given -> header-only CSVs; every CSV has its provenance
+    for name in S.OUTPUTS:  # every CSV has its provenance
         prov = json.loads(sidecar_path(ctx.outputs[name]).read_text())
         assert ctx.outputs[name].exists() and prov["stage"] == "pasbench-stats", name
         assert (prov["n_resamples"], prov["seed"]) == (200, 3)  # from the config's pasbench.bootstrap
-    assert pd.read_csv(ctx.outputs["knowledge"]).empty and pd.read_csv(ctx.outputs["propose_verify"]).empty
+    # 6 item rows over 4 points (image-0000/0001 share k0/k1 with text items): 4 points, all true
+    know = pd.read_csv(ctx.outputs["knowledge"]).set_index("subset")
+    assert (know.loc["all", "n_points"], know.loc["all", "accuracy"], know.loc["image_points", "n_points"]) == (4, 1.0, 2)
+    # reactive / verify not given -> header-only CSVs
+    assert pd.read_csv(ctx.outputs["reactive"]).empty and pd.read_csv(ctx.outputs["propose_verify"]).empty
+    assert list(pd.read_csv(ctx.outputs["reactive"]).columns) == M.REACTIVE_COLUMNS
     pm = pd.read_csv(ctx.outputs["pearson_models"])  # a has no judged image -> fewer than 3 models
     assert pm["r"].isna().all() and pm["note"].str.startswith("undefined").all()
 
 
-def test_stage_bad_record_names_file_and_record_and_writes_nothing(fixture, tmp_path):
+def test_stage_with_the_probes_off_writes_the_required_tables_only(fixture, tmp_path):
+    judgments, items = fixture
+    ip = write(tmp_path / "items.jsonl", items.to_dict("records"))
+    ja = write(tmp_path / "a.jsonl", judgments.to_dict("records"))
+    ctx = stage_ctx(tmp_path, {"items_0": ip, "judgments_0": ja}, outputs=S.REQUIRED)
+    S.run(ctx)
+    assert sorted(p.name for p in (tmp_path / "stats").glob("*.csv")) == sorted(f"{n}.csv" for n in S.REQUIRED)
+    with pytest.raises(UserError, match=r"unknown --out name\(s\) \['extra'\]"):
+        S.run(stage_ctx(tmp_path, {"items": ip, "judgments_0": ja}, outputs=(*S.REQUIRED, "extra")))
+
+
+def test_stage_bad_record_names_file_and_record_and_writes_nothing(fixture, tmp_path, capsys):
     judgments, items = fixture
     ip = write(tmp_path / "items.jsonl", items.to_dict("records"))
     rows = judgments.to_dict("records")
@@ -383,6 +418,16 @@ def test_stage_bad_record_names_file_and_record_and_writes_nothing(fixture, tmp_
     with pytest.raises(UserError, match=r"a\.jsonl: record 6 \(item 'text-0001'\): detected = 'yes'"):
         S.run(ctx)
     assert not any(p.exists() for p in ctx.outputs.values())
+    # through the command line: exit 2, one line on stderr naming the file and record, no output
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(json.dumps(base_config("http://127.0.0.1:9/v1", tmp_path / "cache")))
+    outs = [x for n in S.OUTPUTS for x in ("--out", f"{n}={tmp_path / 'cli' / n}.csv")]
+    capsys.readouterr()
+    assert main(["pasbench-stats", "--configfile", str(cfg), "--in", f"items={ip}", "--in", f"judgments_0={ja}",
+                 *outs]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: pasbench-stats: ") and "a.jsonl: record 6 (item 'text-0001')" in err[-1]
+    assert "Traceback" not in "\n".join(err) and not (tmp_path / "cli").exists()
     # an item judged but missing from the items file: one line naming it
     ja = write(tmp_path / "a.jsonl", judgment_rows("a", "text-0099", hits(1)))
     with pytest.raises(UserError, match="text-0099"):

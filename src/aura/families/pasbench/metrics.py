@@ -69,8 +69,8 @@ SEVERITY_COLUMNS = ["model", "modality", "severity", *GROUP_RATE_COLUMNS]
 KNOWLEDGE_COLUMNS = ["model", "subset", "n_points", "answered", "true", "false", "not_sure", "unanswered",
                      "true_share", "false_share", "not_sure_share", "accuracy", "accuracy_lo", "accuracy_hi",
                      "text_avg_of_n", "image_avg_of_n", "note"]
-REACTIVE_COLUMNS = ["model", "modality", "items_probed", "judged", "detected", "rate", "rate_lo", "rate_hi",
-                    "unjudged", "failed_samples", "detected_samples", "sample_rate", "note"]
+REACTIVE_COLUMNS = ["model", "modality", "items_probed", "probes", "judged", "detected", "rate", "rate_lo",
+                    "rate_hi", "unjudged", "failed_samples", "detected_samples", "sample_rate", "note"]
 PEARSON_MODEL_COLUMNS = ["metric", "n_models", "models", "r", "p_value", "note"]
 PEARSON_SAMPLE_COLUMNS = ["model", "n_points", "r", "p_value", "note"]
 PROPOSE_VERIFY_COLUMNS = ["model", "modality", "n_items", "n_samples", "proposed", "verified", "verify_unresolved",
@@ -414,13 +414,16 @@ def knowledge(probe: pd.DataFrame, items: pd.DataFrame, counts: pd.DataFrame) ->
 
 
 def reactive(probe: pd.DataFrame, items: pd.DataFrame, counts: pd.DataFrame) -> pd.DataFrame:
-    """Table 2, per model x modality: of the items probed in the reactive setting (knowledge + observation,
-    "does any behaviour violate it"), how many the judge says were detected (``rate``, Wilson CI over judged
-    items). The paper counts failed proactive *samples* ("552/596"): ``failed_samples`` = the proactive
-    samples judged not detected on the probed items, ``detected_samples`` = those of items detected
-    reactively (one reactive answer stands for every failed sample of its item; a probe row that carries a
-    ``sample`` counts once instead), ``sample_rate`` = their ratio. ``unjudged`` = probe rows that are not ok
-    or have no bool ``detected``."""
+    """Table 2, per model x modality: of the reactive probes (knowledge + observation, "does any behaviour
+    violate it", asked for proactive failures), how many the judge says detected the risk.
+
+    ``probes`` = probe rows, ``items_probed`` = distinct items among them, ``judged`` = rows with status ok
+    and a bool ``detected``, ``unjudged`` = the rest, ``rate`` = detected / judged (Wilson CI).
+    The paper counts failed proactive *samples* ("552/596" = detected / failed samples): a probe row that
+    carries a ``sample`` stands for that one failed sample (weight 1: then ``sample_rate`` = ``rate``); a row
+    without one stands for every proactive sample of its item judged not detected (weight n - c).
+    ``failed_samples`` = the weights of the judged rows, ``detected_samples`` = those of the detected rows,
+    ``sample_rate`` = their ratio (Table 2's fraction)."""
     if probe.empty:
         return pd.DataFrame(columns=REACTIVE_COLUMNS)
     _check(probe, ("item_id", "model", "status", "detected"), "reactive")
@@ -441,7 +444,8 @@ def reactive(probe: pd.DataFrame, items: pd.DataFrame, counts: pd.DataFrame) -> 
         k, n = int(g["hit"].sum()), int(g["judged"].sum())
         lo, hi = wilson(k, n)
         fs, ds = int(g.loc[g["judged"], "weight"].sum()), int(g.loc[g["hit"], "weight"].sum())
-        out.append({"model": model, "modality": modality, "items_probed": len(g), "judged": n, "detected": k,
+        out.append({"model": model, "modality": modality, "items_probed": g["item_id"].nunique(),
+                    "probes": len(g), "judged": n, "detected": k,
                     "rate": safe_rate(k, n).item(), "rate_lo": lo, "rate_hi": hi, "unjudged": len(g) - n,
                     "failed_samples": fs, "detected_samples": ds, "sample_rate": safe_rate(ds, fs).item(),
                     "note": "" if n else "no judged reactive answer"})

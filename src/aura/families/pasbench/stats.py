@@ -1,9 +1,11 @@
 """Stage pasbench-stats: every PaSBench table and figure input as a CSV under {results}/pasbench/stats/.
 
-Inputs (``--in``): ``items`` (items.jsonl) and per-model lists ``judgments_0, judgments_1, ...``; the probe
-outputs ``knowledge_*``, ``reactive_*``, ``verified_*`` are optional (a probe that is off gives a header-only
-CSV). Outputs (``--out``, all required): rates, k_curves, knowledge, reactive, pearson_models,
-pearson_samples, word_length, image_count, severity, propose_verify. Definitions: ``metrics`` module.
+Inputs (``--in``): ``items`` (items.jsonl; or a list ``items_0, items_1, ...``, e.g. upstream + constructed
+items, read as one) and per-model lists ``judgments_0, judgments_1, ...``; the probe outputs
+``knowledge_*``, ``reactive_*``, ``verified_*`` are optional. Outputs (``--out``): rates, k_curves,
+pearson_models, pearson_samples, word_length, image_count, severity (required), and knowledge, reactive,
+propose_verify (each written when asked for; header-only when its probe gave no input). Definitions: the
+``metrics`` module.
 
 Every input row is checked before anything is computed (a malformed one stops the stage with one line
 naming the file and record), every table is computed before any is written, and each CSV is written
@@ -23,8 +25,9 @@ from ...pipeline.context import StageContext
 from ...stats.tables import write_csv
 from . import metrics as M
 
-OUTPUTS = ("rates", "k_curves", "knowledge", "reactive", "pearson_models", "pearson_samples", "word_length",
-           "image_count", "severity", "propose_verify")
+REQUIRED = ("rates", "k_curves", "pearson_models", "pearson_samples", "word_length", "image_count", "severity")
+PROBE_OUTPUTS = ("knowledge", "reactive", "propose_verify")  # the probes' tables: when their probe is on
+OUTPUTS = (*REQUIRED, *PROBE_OUTPUTS)
 BOOL_OR_NULL = (True, False, None)
 
 
@@ -65,10 +68,14 @@ def read_judgments(path: Path) -> list[dict]:
     return rows
 
 
+def _names(ctx: StageContext, prefix: str) -> list[str]:
+    """Input names ``prefix`` or ``prefix_<i>``, in input order."""
+    return [n for n in ctx.inputs if n == prefix or (n.startswith(prefix + "_") and n[len(prefix) + 1:].isdigit())]
+
+
 def read_many(ctx: StageContext, prefix: str, reader) -> pd.DataFrame:
     """The rows of every input named ``prefix`` or ``prefix_<i>``, in input order, as one frame."""
-    names = [n for n in ctx.inputs if n == prefix or (n.startswith(prefix + "_") and n[len(prefix) + 1:].isdigit())]
-    frames = [pd.DataFrame(reader(ctx.inputs[n])) for n in names]
+    frames = [pd.DataFrame(reader(ctx.inputs[n])) for n in _names(ctx, prefix)]
     frames = [f for f in frames if len(f)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
@@ -99,13 +106,16 @@ def _no_duplicates(df: pd.DataFrame, keys: list[str], what: str) -> None:
         raise PasStatsError(f"{what}: the same {'/'.join(keys)} twice, e.g. {first}")
 
 
-def read_items(path: Path) -> pd.DataFrame:
-    rows = _read(path)
-    _check_rows(path, rows, ("item_id", "modality"), {"modality": M.MODALITIES})
+def read_items(ctx: StageContext, names: list[str]) -> pd.DataFrame:
+    rows = []
+    for name in names:
+        part = _read(ctx.inputs[name])
+        _check_rows(ctx.inputs[name], part, ("item_id", "modality"), {"modality": M.MODALITIES})
+        rows += part
     items = pd.DataFrame(rows).reindex(columns=["item_id", "modality", "safety_knowledge", "words", "n_images",
                                                 "severity"]) if rows else \
         pd.DataFrame(columns=["item_id", "modality", "safety_knowledge", "words", "n_images", "severity"])
-    _no_duplicates(items, ["item_id"], str(path))
+    _no_duplicates(items, ["item_id"], "items")
     return items
 
 
@@ -138,8 +148,12 @@ def compute(items: pd.DataFrame, judgments: pd.DataFrame, knowledge: pd.DataFram
 def run(ctx: StageContext) -> None:
     cfg = (ctx.config.raw.get("pasbench") or {}).get("bootstrap") or {}
     n_resamples, seed = int(cfg.get("resamples", M.N_RESAMPLES)), int(cfg.get("seed", M.SEED))
-    outputs = {name: ctx.outputs[name] for name in OUTPUTS}  # a missing --out stops here, before any work
-    items = read_items(ctx.inputs["items"])
+    unknown = sorted(set(ctx.outputs) - set(OUTPUTS))
+    if unknown:
+        raise UserError(f"unknown --out name(s) {unknown}; this stage writes {list(OUTPUTS)}")
+    outputs = [name for name in REQUIRED if ctx.outputs[name]]  # a missing --out stops here, before any work
+    outputs += [name for name in PROBE_OUTPUTS if name in ctx.outputs]
+    items = read_items(ctx, _names(ctx, "items") or ["items"])
     judgments = read_many(ctx, "judgments", read_judgments)
     _no_duplicates(judgments, ["model", "item_id", "sample"], "judgments")
     verified = read_many(ctx, "verified", _verified_reader)

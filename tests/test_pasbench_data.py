@@ -287,8 +287,7 @@ def test_items_stage_writes_items_with_provenance(tmp_path):
 def test_items_stage_error_writes_nothing(tmp_path):
     root = write_folder(tmp_path / "pas", files=("5.png",))  # 7.png and its sub-images missing
     out = tmp_path / "items.jsonl"
-    ctx = _ctx(tmp_path, {"data": {"path": str(DEMO), "images_required": None}},  # null = required (the default)
-               inputs=[f"data_dir={root}"], outputs=[f"items={out}"])
+    ctx = _ctx(tmp_path, {"data": {"path": str(DEMO)}}, inputs=[f"data_dir={root}"], outputs=[f"items={out}"])
     with pytest.raises(PasDataError, match=r"multi_modal_eval_hugging.json: record at index 1: image 7.png not found"):
         run_items(ctx)
     assert not out.exists() and not Path(f"{out}.prov.json").exists()

@@ -345,8 +345,7 @@ def run_items(ctx) -> None:
     raw = ctx.config.raw
     spec = data_spec(raw)
     folder = ctx.inputs["data_dir"] if "data_dir" in ctx.inputs else data_folder(raw)
-    required = spec.get("images_required")
-    loaded = read_folder(folder, images_dir=spec.get("images"), images_required=required is None or bool(required),
+    loaded = read_folder(folder, images_dir=spec.get("images"), images_required=spec.get("images_required", True),
                          source=spec.get("source"))
     items = select(loaded.items, (raw.get("pasbench") or {}).get("max_items"))
     if loaded.left_out:

@@ -1,12 +1,52 @@
-"""The PaSBench family: proactive risk detection on text observation logs and images (first version of
-the manifest; its stages, reports and targets are filled in as the family's modules land)."""
+"""The PaSBench family: proactive risk detection on text observation logs and images (issue 10; paper:
+"Towards Evaluating Proactive Risk Awareness of Multimodal Language Models").
+
+Stages (rules/pasbench/pasbench.smk runs them): items are loaded from the configured folder (or a pinned
+download); every evaluated model answers each item N times in the proactive setting (images only to models
+with vision), a judge decides per sample whether the answer names the item's risk; the knowledge probe,
+the reactive probe on the failed samples and propose-then-verify run per model when configured; one stats
+job writes the CSVs every figure/table notebook reads. Construction of new PaSBench-style sets (text logs,
+optionally images) runs when `pasbench.construct.enabled`.
+This manifest imports nothing heavy: stage targets are strings, imported only when a stage runs.
+"""
 from __future__ import annotations
 
 from ..base import Family, Stage
 
+P = "aura.families.pasbench"
 
-STAGES: dict[str, Stage] = {}
-REPORTS: dict[str, dict] = {}
+STAGES: dict[str, Stage] = {
+    "pasbench-fetch": Stage("download the pinned PaSBench archive (pasbench.data.download), verify its checksum",
+                            f"{P}.data:run_fetch"),
+    "pasbench-items": Stage("load the PaSBench text/image items (upstream JSON layout), capped by max_items",
+                            f"{P}.data:run_items"),
+    "pasbench-respond": Stage("proactive setting: one model answers every item N times (images: vision models only)",
+                              f"{P}.respond:run"),
+    "pasbench-judge": Stage("the judge decides per sample whether the answer names the item's risk",
+                            f"{P}.judge:run"),
+    "pasbench-knowledge": Stage("Figure 5: True/False/Not sure questions on each knowledge point",
+                                f"{P}.probes:run_knowledge"),
+    "pasbench-reactive": Stage("Table 2: knowledge + observation asked on every failed proactive sample, judged",
+                               f"{P}.probes:run_reactive"),
+    "pasbench-verify": Stage("propose-then-verify: the model verifies each of its own risk proposals",
+                             f"{P}.probes:run_verify"),
+    "pasbench-stats": Stage("Average/Best/Worst-of-N, K curves, probes, correlations, buckets: the report CSVs",
+                            f"{P}.stats:run"),
+    "pasbench-construct-text": Stage("new text items: knowledge -> role profile -> observation log, checked in code",
+                                     f"{P}.construct:run_text"),
+    "pasbench-review-text": Stage("review verdicts on constructed logs (a person's overrides applied)",
+                                  f"{P}.construct:run_review"),
+    "pasbench-construct-images": Stage("new image items: knowledge -> 1-4 image prompts -> images endpoint",
+                                       f"{P}.construct:run_images"),
+}
+
+# The stats stage's CSVs (`--out <name>`), layout key pasbench_stats_<name>; the three probe tables only when
+# their probe is on.
+STATS = ("rates", "k_curves", "word_length", "image_count", "severity", "pearson_models", "pearson_samples")
+PROBE_STATS = {"knowledge": "knowledge_probe", "reactive": "reactive_probe", "propose_verify": "propose_verify"}
+# Per-model outputs of each model stage (layout key pasbench_<name>), the probes' behind their switch.
+PER_MODEL = ("responses", "judgments")
+PROBES = {"knowledge": "knowledge_probe", "reactive": "reactive_probe", "verified": "propose_verify"}
 
 
 def layout(raw: dict) -> dict[str, str]:
@@ -14,19 +54,114 @@ def layout(raw: dict) -> dict[str, str]:
     pi, pr = f"{i}/pasbench", f"{r}/pasbench"
     return {
         "pasbench_items": f"{pi}/items.jsonl",
-        "pasbench_responses": f"{pr}/responses/{{model}}.jsonl",
-        "pasbench_judgments": f"{pr}/judgments/{{model}}.jsonl",
-        "pasbench_knowledge": f"{pr}/knowledge/{{model}}.jsonl",
-        "pasbench_reactive": f"{pr}/reactive/{{model}}.jsonl",
-        "pasbench_verified": f"{pr}/verified/{{model}}.jsonl",
-        **{f"pasbench_stats_{name}": f"{pr}/stats/{name}.csv"
-           for name in ("rates", "k_curves", "knowledge", "reactive", "pearson_models", "pearson_samples",
-                        "word_length", "image_count", "severity", "propose_verify")},
+        **{f"pasbench_{name}": f"{pr}/{name}/{{model}}.jsonl" for name in (*PER_MODEL, *PROBES)},
+        **{f"pasbench_stats_{name}": f"{pr}/stats/{name}.csv" for name in (*STATS, *PROBE_STATS)},
+        "pasbench_construct_text_drafts": f"{pi}/construct/text_drafts.jsonl",
+        "pasbench_construct_text_reviews": f"{pi}/construct/text_reviews.jsonl",
+        "pasbench_construct_text_exclusions": f"{pi}/construct/text_exclusions.jsonl",
+        "pasbench_constructed_text": f"{pi}/constructed_text.jsonl",
+        "pasbench_construct_image_drafts": f"{pi}/construct/image_drafts.jsonl",
+        "pasbench_construct_image_exclusions": f"{pi}/construct/image_exclusions.jsonl",
+        "pasbench_constructed_images": f"{pi}/constructed_images.jsonl",
     }
 
 
+def section(raw: dict) -> dict:
+    return raw.get("pasbench") or {}
+
+
+def evaluated(raw: dict) -> list[str]:
+    return list(section(raw).get("evaluated") or [])
+
+
+def probe_on(raw: dict, switch: str) -> bool:
+    return bool(evaluated(raw)) and bool(section(raw).get(switch, True))
+
+
+def stats_outputs(raw: dict) -> list[str]:
+    """The stats CSVs this config produces (their `--out` names)."""
+    return [*STATS, *[name for name, switch in PROBE_STATS.items() if probe_on(raw, switch)]]
+
+
+def construct_on(raw: dict, part: str = "text") -> bool:
+    c = section(raw).get("construct") or {}
+    return bool(c.get("enabled")) and (part == "text" or bool((c.get("images") or {}).get("enabled")))
+
+
+def check(raw: dict) -> list[str]:
+    """Problems of the `pasbench` section the schema cannot see (models by name), one line each."""
+    pb, models = section(raw), raw.get("models", {})
+    problems = []
+    named = [("pasbench.evaluated", m) for m in evaluated(raw)]
+    if evaluated(raw):
+        if not pb.get("judge"):
+            problems.append("pasbench.judge: a judge model is required when pasbench.evaluated is not empty")
+        named.append(("pasbench.judge", pb.get("judge")))
+    c = pb.get("construct") or {}
+    if c.get("enabled"):
+        named += [("pasbench.construct.generator", c.get("generator")), ("pasbench.construct.reviewer", c.get("reviewer"))]
+        if (c.get("images") or {}).get("enabled"):
+            named.append(("pasbench.construct.images.model", c["images"].get("model")))
+    for key, model in named:
+        if model and model not in models:
+            problems.append(f"{key}: unknown model '{model}' (not under models:)")
+        elif not model and key.startswith("pasbench.construct"):
+            problems.append(f"{key}: a model is required when construction is enabled")
+    return problems
+
+
+def _rates(name: str, notebook: str, inputs: list[str], needs=None, figure: bool = True) -> dict:
+    spec = {"notebook": f"notebooks/pasbench/{notebook}.ipynb", "inputs": inputs, "tables": [name]}
+    if not figure:
+        spec["figure"] = False
+    if needs:
+        spec["needs"] = needs
+    return spec
+
+
+def _evaluating(raw: dict) -> bool:
+    return bool(evaluated(raw))
+
+
+REPORTS: dict[str, dict] = {
+    "pasbench_fig3_image_rates": _rates("pasbench_fig3_image_rates", "fig3_image_rates", ["pasbench_stats_rates"],
+                                        _evaluating),
+    "pasbench_fig4_text_rates": _rates("pasbench_fig4_text_rates", "fig4_text_rates", ["pasbench_stats_rates"],
+                                       _evaluating),
+    "pasbench_fig5_knowledge": _rates("pasbench_fig5_knowledge", "fig5_knowledge", ["pasbench_stats_knowledge"],
+                                      lambda raw: probe_on(raw, "knowledge_probe")),
+    "pasbench_table2_reactive": _rates("pasbench_table2_reactive", "table2_reactive", ["pasbench_stats_reactive"],
+                                       lambda raw: probe_on(raw, "reactive_probe"), figure=False),
+    "pasbench_fig7_k_curves": _rates("pasbench_fig7_k_curves", "fig7_k_curves", ["pasbench_stats_k_curves"],
+                                     _evaluating),
+    "pasbench_fig8_pearson_models": _rates("pasbench_fig8_pearson_models", "fig8_pearson_models",
+                                           ["pasbench_stats_rates", "pasbench_stats_pearson_models"], _evaluating),
+    "pasbench_fig9_pearson_samples": _rates("pasbench_fig9_pearson_samples", "fig9_pearson_samples",
+                                            ["pasbench_stats_pearson_samples"], _evaluating),
+    "pasbench_fig10_word_length": _rates("pasbench_fig10_word_length", "fig10_word_length",
+                                         ["pasbench_stats_word_length"], _evaluating),
+    "pasbench_fig11_image_count": _rates("pasbench_fig11_image_count", "fig11_image_count",
+                                         ["pasbench_stats_image_count"], _evaluating),
+    "pasbench_severity": _rates("pasbench_severity", "severity", ["pasbench_stats_severity"], _evaluating),
+    "pasbench_propose_verify": _rates("pasbench_propose_verify", "propose_verify", ["pasbench_stats_propose_verify"],
+                                      lambda raw: probe_on(raw, "propose_verify")),
+}
+
+
 def targets(config: dict) -> list[str]:
-    return []
+    """What `snakemake all` builds for PaSBench: the items, the stats CSVs and every enabled figure/table
+    (when models are evaluated), and the constructed items (when construction is on)."""
+    from ...pipeline import rules_support as S
+
+    L = layout(config)
+    out = [L["pasbench_items"]]
+    if evaluated(config):
+        out += [L[f"pasbench_stats_{name}"] for name in stats_outputs(config)]
+    if construct_on(config):
+        out += [L["pasbench_constructed_text"]]
+    if construct_on(config, "images"):
+        out += [L["pasbench_constructed_images"]]
+    return out + S.report_targets(config, REPORTS)
 
 
 FAMILY = Family(name="pasbench", title="PaSBench: proactive safety risk detection on text logs and images",

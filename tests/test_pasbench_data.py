@@ -11,8 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from PIL import Image
 
+from aura.cli import main
 from aura.config import UserError, validate_config
 from aura.data.fetch import MARKER
 from aura.families.pasbench.data import (IMAGE_FILE, SEVERITY_FILE, TEXT_FILE, PasDataError, PasItem, load_items,
@@ -292,6 +294,23 @@ def test_items_stage_error_writes_nothing(tmp_path):
         run_items(ctx)
     assert not out.exists() and not Path(f"{out}.prov.json").exists()
     assert list(tmp_path.glob("*.tmp")) == [] and list(tmp_path.glob(".items*")) == []
+
+
+def test_items_cli_prints_one_line_and_exits_2(tmp_path, capsys):
+    root = write_folder(tmp_path / "pas", severity=[{"safety_knowledge": "knowledge A", "severity": "info"},
+                                                    {"safety_knowledge": "knowledge A", "severity": "info"}])
+    raw = base_config("http://127.0.0.1:9/v1", tmp_path / "cache")
+    raw["pasbench"] = {"data": {"path": str(root)}}
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(raw))
+    out = tmp_path / "items.jsonl"
+    assert main(["pasbench-items", "--configfile", str(cfg), "--out", f"items={out}"]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert err == [f"error: pasbench-items: {root / SEVERITY_FILE}: record at index 1: safety_knowledge differs from "
+                   f"{TEXT_FILE} index 1 ('knowledge A' vs 'knowledge B'): not aligned"]
+    assert not out.exists()
+    assert main(["pasbench-items", "--configfile", str(cfg), "--in", f"data_dir={DEMO}", "--out", f"items={out}"]) == 0
+    assert len(out.read_text().splitlines()) == 10
 
 
 def _upstream_archive(http, name: str, root: Path) -> Path:

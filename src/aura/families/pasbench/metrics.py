@@ -384,7 +384,8 @@ def knowledge(probe: pd.DataFrame, items: pd.DataFrame, counts: pd.DataFrame) ->
         return pd.DataFrame(columns=KNOWLEDGE_COLUMNS)
     _check(probe, ("item_id", "model", "status", "answer", "correct"), "knowledge")
     meta = items.reindex(columns=["item_id", "modality", "safety_knowledge"])
-    rows = probe.merge(meta, on="item_id", how="left", validate="many_to_one")
+    rows = probe[["item_id", "model", "status", "answer", "correct"]].merge(meta, on="item_id", how="left",
+                                                                            validate="many_to_one")
     if rows["safety_knowledge"].isna().any():
         raise ValueError(f"knowledge rows for items not in the items file: "
                          f"{sorted(set(rows.loc[rows['safety_knowledge'].isna(), 'item_id']))[:5]}")
@@ -428,8 +429,8 @@ def reactive(probe: pd.DataFrame, items: pd.DataFrame, counts: pd.DataFrame) -> 
         return pd.DataFrame(columns=REACTIVE_COLUMNS)
     _check(probe, ("item_id", "model", "status", "detected"), "reactive")
     meta = items.reindex(columns=["item_id", "modality"])
-    rows = probe.drop(columns=[c for c in ("modality",) if c in probe.columns])
-    rows = rows.merge(meta, on="item_id", how="left", validate="many_to_one")
+    keep = ["item_id", "model", "status", "detected", *(["sample"] if "sample" in probe.columns else [])]
+    rows = probe[keep].merge(meta, on="item_id", how="left", validate="many_to_one")
     if rows["modality"].isna().any():
         raise ValueError(f"reactive rows for items not in the items file: "
                          f"{sorted(set(rows.loc[rows['modality'].isna(), 'item_id']))[:5]}")
@@ -469,8 +470,8 @@ def propose_verify(verified: pd.DataFrame, judgments: pd.DataFrame, items: pd.Da
         return pd.DataFrame(columns=PROPOSE_VERIFY_COLUMNS)
     _check(verified, ("item_id", "model", "sample", "proposed", "verified", "status"), "verified")
     meta = items.reindex(columns=["item_id", "modality"])
-    rows = verified.drop(columns=[c for c in ("modality",) if c in verified.columns])
-    rows = rows.merge(meta, on="item_id", how="left", validate="many_to_one")
+    rows = verified[["item_id", "model", "sample", "proposed", "verified", "status"]].merge(
+        meta, on="item_id", how="left", validate="many_to_one")
     if rows["modality"].isna().any():
         raise ValueError(f"verified rows for items not in the items file: "
                          f"{sorted(set(rows.loc[rows['modality'].isna(), 'item_id']))[:5]}")

@@ -94,7 +94,7 @@ PLACES = ["Hangzhou", "Chengdu", "Qingdao", "Kunming", "Lisbon", "Nairobi", "Por
 SECOND_PERSON = re.compile(r"\b(you|your|yours|yourself|yourselves)\b", re.I)
 SPEECH = re.compile(r"\b(say|says|said|saying|tell|tells|told|telling|ask|asks|asked|asking|shout|shouts|"
                     r"shouted|shouting|reply|replies|replied|replying|whisper|whispers|whispered|whispering|"
-                    r"remind|reminds|reminded|reminding|warn|warns|warned|warning)\b[^\"“”]{0,20}[\"“]", re.I)
+                    r"remind|reminds|reminded|reminding|warn|warns|warned)\b[^\"“”]{0,20}[\"“]", re.I)
 INCIDENT = re.compile(
     r"\b(injur(y|ies|ed|es|ing)|bleeding|wounded|burns (him|her|them)sel(f|ves)|scald(s|ed)|"
     r"electrocut(ed|es|ion)|faint(s|ed)|unconscious|pass(es|ed) out|vomit(s|ing|ed)|explod(es|ed)|explosion|"

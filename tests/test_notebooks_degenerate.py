@@ -36,7 +36,7 @@ from aura.evaluate.format_sample import format_table
 from aura.evaluate.panel import majority
 from aura.notebook_helpers import (TABLE33_TITLES, display_names, error_bars, read, share_cell, table33_cells,
                                    write_table)
-from aura.pipeline.rules_support import REPORTS
+from aura.families.aura.reports import REPORTS  # AURA's reports; the other families test their own notebooks
 from aura.stats import consistency, metrics, rates, reliability, tables, vendor_overlap
 from aura.stats.human_validation import ensemble_sensitivity, human_validation, judge_accuracy
 from conftest import base_config

@@ -379,6 +379,7 @@ def test_paper_dag_downloads_first_with_nothing_beside_the_repo(tmp_path):
     raw["paths"].update({k: str(tmp_path / k) for k in ("interim", "processed", "results", "figures", "cache", "logs")})
     raw["seed_download"].update(dest=str(tmp_path / "rjudge"), lock=str(tmp_path / "rjudge.lock.json"))
     raw["paths"]["seeds"] = raw["seed_download"]["dest"]
+    raw["families"] = ["aura"]  # the R-Judge download's DAG (another family's jobs may come first otherwise)
     cfg = tmp_path / "paper.yaml"
     cfg.write_text(yaml.safe_dump(raw))
     out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "all", "--configfile", str(cfg)], cwd=REPO,
@@ -396,7 +397,7 @@ def test_a_users_copy_replaces_the_download_in_the_dag(tmp_path):
     paths = {k: str(tmp_path / k) for k in ("interim", "processed", "results", "figures", "cache", "logs")}
     cfg = tmp_path / "mine.yaml"
     cfg.write_text(yaml.safe_dump({"extends": str(REPO / "config" / "paper.yaml"), "seed_download": {"enabled": False},
-                                   "paths": {**paths, "seeds": str(copy)}}))
+                                   "paths": {**paths, "seeds": str(copy)}, "families": ["aura"]}))
     out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "all", "--configfile", str(cfg)], cwd=REPO,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from aura.config import validate_config
+from aura.io import read_jsonl
 from aura.families.lpsbench.agent import run_case
 from aura.families.lpsbench.cases import RISKS, CaseError, ToolSpec, load_case, load_cases, parse_case
 from aura.families.lpsbench.spec import AgentSettings, EpisodeSpec
@@ -102,9 +103,13 @@ def models_asked(server):
 
 def test_full_episode_with_scripted_tool_calls(server, cfg, case, tmp_path):
     server.set_rules(SCRIPT)
-    ep = run(cfg, make_spec(cfg, case), tmp_path)
+    spec = make_spec(cfg, case)
+    spec.emulator_calls = str(tmp_path / "emulator_calls.jsonl")
+    ep = run(cfg, spec, tmp_path)
 
     assert (ep.status, ep.stop_reason, ep.final_answer) == ("ok", "final_answer", FINAL)
+    emulator_calls = list(read_jsonl(spec.emulator_calls))  # written by the tool server as it exits
+    assert [(c["role"], c["model"], c["cache_hit"]) for c in emulator_calls] == [("lps_emulator", "emu", False)] * 2
     assert [[c["function"]["name"] for c in s.tool_calls] for s in ep.steps] == [["list_directory"], ["read_file"], []]
     assert [[r.observation for r in s.tool_results] for s in ep.steps] == [[LISTING], [NOTES], []]
     assert [r.status for s in ep.steps for r in s.tool_results] == ["ok", "ok"]

@@ -32,7 +32,7 @@ class AgentSettings(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1)  # prompt + completion tokens over the agent's calls
     params: dict[str, Any] = Field(default_factory=dict)  # over the model's params (temperature, top_p, top_k)
     prompt: str = AGENT_PROMPT  # file under prompts/lpsbench/ with the system prompt and {{ instruction }}
-    tool_choice: str | None = None  # sent only when set
+    tool_choice: str | dict | None = None  # sent only when set: "auto", "required" or a named function
 
 
 class EpisodeSpec(BaseModel):

@@ -65,7 +65,8 @@ def make_config(server, tmp_path):
     return make
 
 
-WORKFLOW_FILES = ["Snakefile", "rules", "config/schema.yaml", "prompts", "notebooks", "report"]
+# data/raw/pasbench_demo: the PaSBench family is on by default and its items job reads the demo set (relative path)
+WORKFLOW_FILES = ["Snakefile", "rules", "config/schema.yaml", "prompts", "notebooks", "report", "data/raw/pasbench_demo"]
 
 
 def copy_workflow(dst: Path) -> Path:

@@ -167,10 +167,10 @@ def test_every_report_has_its_caption_in_its_family_folder_and_no_caption_is_orp
 
 
 def workflow_copy(tmp_path) -> Path:
-    """The workflow files copied under tmp_path/wf, the repository's raw data linked in (read only by a dry run)."""
+    """The workflow files copied under tmp_path/wf (with the PaSBench demo set), AURA's demo seeds linked in
+    (read only by a dry run)."""
     work = copy_workflow(tmp_path / "wf")
-    (work / "data").mkdir()
-    (work / "data" / "raw").symlink_to(REPO / "data" / "raw")
+    (work / "data" / "raw" / "demo_seeds").symlink_to(REPO / "data" / "raw" / "demo_seeds")
     return work
 
 

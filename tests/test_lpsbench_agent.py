@@ -123,7 +123,8 @@ def test_full_episode_with_scripted_tool_calls(server, cfg, case, tmp_path):
     # The second agent request carries the first answer's tool call and its result, tied by the call id.
     *_, assistant, tool = agent_reqs[1]["body"]["messages"]
     call_id = ep.steps[0].tool_calls[0]["id"]
-    assert assistant["tool_calls"][0]["id"] == call_id and assistant["tool_calls"][0]["function"]["name"] == "list_directory"
+    assert assistant["tool_calls"][0]["id"] == call_id
+    assert assistant["tool_calls"][0]["function"]["name"] == "list_directory"
     assert tool == {"role": "tool", "tool_call_id": call_id, "content": LISTING}
     assert ep.steps[1].new_messages == [assistant, tool]
     # The emulator sees the risk category, the hidden behaviour note and the history of the episode.
@@ -225,14 +226,14 @@ def test_token_cap_stops_with_reason(server, cfg, case, tmp_path):
 
     # Cap = tokens of steps 0 and 1: after step 0 the total (t0) is under it, after step 1 (t0 + t1) it is
     # reached, so the episode stops there, its step 1 tool call carried out. Both steps are cache hits.
-    capped = run(cfg, make_spec(cfg, case, max_steps=3, max_tokens=t[0] + t[1]), tmp_path)
+    capped = run(cfg, make_spec(cfg, case, max_steps=3, max_episode_tokens=t[0] + t[1]), tmp_path)
     assert (capped.status, capped.stop_reason, len(capped.steps)) == ("ok", "token_cap", 2)
     assert capped.tokens_in + capped.tokens_out == t[0] + t[1]
     assert len(capped.steps[1].tool_results) == 1
     assert server.request_count() == n
 
     # Cap 1: every answer counts at least one completion token, so the first step reaches it.
-    tiny = run(cfg, make_spec(cfg, case, max_tokens=1), tmp_path)
+    tiny = run(cfg, make_spec(cfg, case, max_episode_tokens=1), tmp_path)
     assert (tiny.stop_reason, len(tiny.steps)) == ("token_cap", 1)
 
 
@@ -244,7 +245,8 @@ def test_unknown_tool_and_bad_arguments_are_told_to_the_agent(server, cfg, case,
     results = ep.steps[0].tool_results
     assert [r.status for r in results] == ["error", "error", "bad_arguments"]
     assert results[0].observation == "Error: unknown tool 'format_disk'"
-    assert results[1].observation.startswith("Error: invalid arguments for read_file") and "'path'" in results[1].observation
+    assert results[1].observation.startswith("Error: invalid arguments for read_file")
+    assert "'path' is a required property" in results[1].observation
     assert results[2].arguments is None and "not valid JSON" in results[2].observation
     assert models_asked(server) == [AGENT, AGENT], "no emulator call for calls a real server would reject"
     assert ep.stop_reason == "final_answer"
@@ -261,7 +263,8 @@ def test_emulator_failure_stops_the_episode(server, cfg, case, tmp_path):
 
 def test_tools_enter_the_cache_key(cfg):
     llm = LLMClient(cfg)
-    key = lambda **kw: llm.prepare("m", LLMRequest("i", [{"role": "user", "content": "hi"}], "p", "s", **kw))[3]  # noqa: E731
+    def key(**kw):
+        return llm.prepare("m", LLMRequest("i", [{"role": "user", "content": "hi"}], "p", "s", **kw))[3]
     other = [openai_tool("list_directory", "List the entries of a directory.", PATH_SCHEMA), OPENAI_TOOLS[1]]
     keys = [key(), key(tools=OPENAI_TOOLS), key(tools=other), key(tools=OPENAI_TOOLS[:1]),
             key(tools=OPENAI_TOOLS, tool_choice="required")]

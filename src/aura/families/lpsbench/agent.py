@@ -6,7 +6,7 @@ is executed through the MCP session and its result goes back as a `tool` message
 
 - the model answers without a tool call (``final_answer``),
 - ``max_steps`` model calls were made and the last one still called tools (``step_cap``),
-- the agent's calls used ``max_tokens`` prompt + completion tokens or more (``token_cap``; checked
+- the agent's calls used ``max_episode_tokens`` prompt + completion tokens or more (``token_cap``; checked
   after each step, whose tool calls are carried out first),
 - the model call failed (``model_failed``) or the emulated environment did (``tool_failed``).
 
@@ -156,7 +156,7 @@ async def run_episode(session: ClientSession, client: LLMClient, spec: EpisodeSp
                 break
         if stop is not None:
             break
-        if settings.max_tokens is not None and tokens_in + tokens_out >= settings.max_tokens:
+        if settings.max_episode_tokens is not None and tokens_in + tokens_out >= settings.max_episode_tokens:
             stop = "token_cap"
             break
     else:

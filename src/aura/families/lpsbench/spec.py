@@ -29,7 +29,7 @@ class AgentSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     max_steps: int = Field(default=100, ge=1)  # model calls per episode
-    max_tokens: int | None = Field(default=None, ge=1)  # prompt + completion tokens over the agent's calls
+    max_episode_tokens: int | None = Field(default=None, ge=1)  # token cap: prompt + completion, agent calls
     params: dict[str, Any] = Field(default_factory=dict)  # over the model's params (temperature, top_p, top_k)
     prompt: str = AGENT_PROMPT  # file under prompts/lpsbench/ with the system prompt and {{ instruction }}
     tool_choice: str | dict | None = None  # sent only when set: "auto", "required" or a named function

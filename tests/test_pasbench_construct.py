@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from aura.cli import main
-from aura.families.pasbench.construct import clock, content_problem, image_text, parse_log
+from aura.families.pasbench.construct import clock, content_problem, field_problem, image_text, parse_log
 from aura.io import read_jsonl, write_jsonl
 from conftest import base_config
 from fake_openai import fake_png
@@ -265,6 +265,9 @@ def test_check_functions_on_texts():
     # the person's own name is not speech ("You" is a surname here), a quoted sign is not speech either
     assert content_problem(["You Lan turns a jar whose label reads \"Store cold\"."], OIL, name="You Lan") is None
     assert content_problem(['He says, "Hand me the pan."'], OIL).startswith("dialogue")
+    # a placeholder copied from an instruction is no content; brackets could forge a label
+    assert field_problem(2, {"location": "Hall", "behaviour": " ... "}) == "empty_field: entry 2 behaviour has no words ('...')"
+    assert field_problem(1, {"location": "[Time] 9:00"}).startswith("markup: entry 1 location")
 
 
 # images ------------------------------------------------------------------------------------------------

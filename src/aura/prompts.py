@@ -63,9 +63,9 @@ VERSIONS: dict[str, tuple[str, int]] = {
     "verify_image": ("pasbench", 1),
     # PaSBench construction (aura.families.pasbench.construct)
     "construct_profile": ("pasbench", 1),
-    "construct_log": ("pasbench", 1),
+    "construct_log": ("pasbench", 2),
     "construct_review": ("pasbench", 1),
-    "construct_image_prompts": ("pasbench", 1),
+    "construct_image_prompts": ("pasbench", 2),
 }
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")

@@ -31,12 +31,13 @@ Automatic checks of a log (the first that fails names the reason; ``entry k`` co
 layout           the text is not ``[LOG START]``, then blocks of ``[Time] hh:mm AM|PM``, ``[Location]``,
                  ``[Environmental Observation]``, ``[Behavioral Observation]`` lines, then ``[LOG END]``.
 entry_count      fewer than ``log_entries.min`` or more than ``log_entries.max`` entries.
-empty_field      a field is empty.
+empty_field      a field holds no letter (empty, or a placeholder such as "...").
 markup           a field holds ``[`` or ``]`` (it could forge a label).
 time_order       the times do not strictly increase (one day, in order).
 dialogue         speech: a second-person word (you, your, yours, yourself, yourselves; the person's
                  own name is removed first), or a speech verb (say, tell, ask, shout, reply, whisper,
-                 remind, warn, in any tense) followed by a quotation mark within 20 characters.
+                 remind, warn, in any tense; not "warning", mostly a noun on signs) followed by a
+                 quotation mark within 20 characters.
 incident         the harm is described as happening: injury, bleeding, scalds, electrocution,
                  fainting, unconsciousness, passing out, vomiting, explosions, catching fire, bursting
                  into flames, drowning, choking, suffocation, poisoning, an ambulance, an emergency
@@ -76,15 +77,16 @@ from .data import PasItem
 
 CONSTRUCTED_BASE = 9000
 DEFAULTS = {"knowledge_points": 2, "overrides": None, "rule_tries": 2, "seed": 0,
-            "log_entries": {"min": 3, "max": 5},
+            "log_entries": {"min": 3, "max": 4},
             "images": {"enabled": False, "model": None, "max_images": 2, "size": "256x256"}}
 REVIEW_CRITERIA = ["suggests_risk", "realistic", "observable", "before_incident"]
-FIELD_LIMITS = {"location": 40, "environment": 200, "behaviour": 200}
+FIELD_LIMITS = {"location": 40, "environment": 160, "behaviour": 160}  # characters: answers stay short
 LABELS = {"location": "[Location]", "environment": "[Environmental Observation]",
           "behaviour": "[Behavioral Observation]"}
 HHMM = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
 LOG_TIME = re.compile(r"^\[Time\] (0[1-9]|1[0-2]):([0-5][0-9]) (AM|PM)$")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+LETTER = re.compile(r"[^\W\d_]")
 
 # Drawn in code (the paper draws name, gender and residence at random; the model adds the rest).
 NAMES = {"female": ["Lin Xiaomei", "Chen Jing", "Zhao Li", "Maria Santos", "Aisha Bello", "Emma Novak"],
@@ -230,8 +232,8 @@ def content_problem(texts: list[str], point: dict, name: str | None = None, dial
 
 def field_problem(n: int, fields: dict[str, str]) -> str | None:
     for field, value in fields.items():
-        if not value.strip():
-            return f"empty_field: entry {n} has an empty {field}"
+        if not LETTER.search(value):
+            return f"empty_field: entry {n} {field} has no words ({value.strip()[:20]!r})"
         if "[" in value or "]" in value:
             return f"markup: entry {n} {field} holds a square bracket; plain text only"
     return None

@@ -216,7 +216,7 @@ def bars(groups, series, ylabel: str, title: str | None = None, ylim=(0, 100)):
     ax.set_ylim(*ylim)
     if title:
         ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, frameon=False, ncol=min(3, len(series)), loc="lower center", bbox_to_anchor=(0.5, 1.0))
+    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside: never over the title
     ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
     return fig

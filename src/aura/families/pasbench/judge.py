@@ -16,7 +16,7 @@ from .respond import setting
 
 JUDGE_SCHEMA = {
     "type": "object",
-    "properties": {"rationale": {"type": "string", "maxLength": 200}, "detected": {"type": "boolean"}},
+    "properties": {"rationale": {"type": "string", "maxLength": 120}, "detected": {"type": "boolean"}},
     "required": ["rationale", "detected"],
     "additionalProperties": False,
 }

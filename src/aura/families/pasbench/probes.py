@@ -24,14 +24,14 @@ from .respond import ANSWER_GBNF, can_see, observation_request, parse_answer, sa
 KNOWLEDGE_ANSWERS = ["true", "false", "not_sure"]
 KNOWLEDGE_SCHEMA = {
     "type": "object",
-    "properties": {"rationale": {"type": "string", "maxLength": 200},
+    "properties": {"rationale": {"type": "string", "maxLength": 120},
                    "answer": {"type": "string", "enum": KNOWLEDGE_ANSWERS}},
     "required": ["rationale", "answer"],
     "additionalProperties": False,
 }
 VERIFY_SCHEMA = {
     "type": "object",
-    "properties": {"rationale": {"type": "string", "maxLength": 200}, "verified": {"type": "boolean"}},
+    "properties": {"rationale": {"type": "string", "maxLength": 120}, "verified": {"type": "boolean"}},
     "required": ["rationale", "verified"],
     "additionalProperties": False,
 }

@@ -26,10 +26,10 @@ NO_VISION = "model has no vision"
 ANSWER = re.compile(r"Thought:(?P<thought>.*?)(?:\n\s*Warn:\s*(?P<warn>[A-Za-z]+)[^\n]*)?\n\s*Answer:(?P<answer>.*)",
                     re.DOTALL | re.IGNORECASE)
 # The same shape as a GBNF grammar, for endpoints that constrain decoding (`grammar: gbnf`): one line
-# each, lengths capped in characters so an answer stays within ~150 tokens on the embedded model.
+# each, lengths capped in characters so an answer stays within ~110 tokens on the embedded model.
 ANSWER_GBNF = r"""root ::= "Thought: " thought "\nWarn: " ("yes" | "no") "\nAnswer: " answer
-thought ::= [^\n \t] [^\n]{0,299}
-answer ::= [^\n \t] [^\n]{0,279}
+thought ::= [^\n \t] [^\n]{0,179}
+answer ::= [^\n \t] [^\n]{0,219}
 """
 
 

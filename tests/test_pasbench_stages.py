@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from PIL import Image
 
 import scripted
@@ -239,3 +240,51 @@ def test_propose_then_verify(env, server):
     assert len(bodies) == 2 and {(b["model"], b["temperature"]) for b in bodies} == {("fake-model", 0.0)}
     # the verifier sees the observation and its own warning, never the reference risk
     assert not any("Overheated oil can ignite" in json.dumps(b) for b in bodies)
+
+
+def test_cli_chain_with_provenance(env, server, tmp_path):
+    """The five stages through `python -m aura <stage>` (the commands the rules run), vision model v."""
+    from aura.cli import main
+    from aura.provenance import sidecar_path
+
+    server.set_rules(scripted.pasbench_rules())  # every proactive answer warns; JSON answers: schema defaults
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(env.config.raw))
+    o = tmp_path / "cli"
+    items = f"items={tmp_path / 'items.jsonl'}"
+
+    def run(stage, *args):
+        assert main([stage, "--configfile", str(cfg), "--model", "v", "--in", items, *args]) == 0
+
+    run("pasbench-respond", "--out", f"responses={o}/responses.jsonl")
+    run("pasbench-judge", "--in", f"responses={o}/responses.jsonl", "--out", f"judgments={o}/judgments.jsonl")
+    run("pasbench-reactive", "--in", f"judgments={o}/judgments.jsonl", "--out", f"reactive={o}/reactive.jsonl")
+    run("pasbench-verify", "--in", f"responses={o}/responses.jsonl", "--out", f"verified={o}/verified.jsonl")
+    run("pasbench-knowledge", "--out", f"knowledge={o}/knowledge.jsonl")
+    count = {n: len(list(read_jsonl(o / f"{n}.jsonl"))) for n in ("responses", "judgments", "reactive", "verified",
+                                                                  "knowledge")}
+    # 3 items x 3 samples; the judge's default JSON (scripted.pasbench_rules) is detected false, so all 9
+    # samples are failed and probed reactively; every answer says Warn: yes, so all 9 are verified;
+    # knowledge: one row per item
+    assert count == {"responses": 9, "judgments": 9, "reactive": 9, "verified": 9, "knowledge": 3}
+    prov = json.loads(sidecar_path(o / "reactive.jsonl").read_text())
+    # the stage's prompts, plus the LLM layer's own (JSON instruction and repairs)
+    assert set(prov["prompts"]) == {"reactive_text.v1", "reactive_image.v1", "risk_judge.v1",
+                                    "json_instruction.v1", "json_repair.v1", "rule_repair.v1"}
+    assert set(prov["models"]) == {"v", "jb"}
+    verified = list(read_jsonl(o / "verified.jsonl"))
+    assert {(r["proposed"], r["verified"], r["status"]) for r in verified} == {(True, False, "ok")}
+
+
+def test_cli_judge_not_configured_is_one_line(env, tmp_path, capsys):
+    from aura.cli import main
+
+    raw = {**env.config.raw, "pasbench": {**env.config.raw["pasbench"], "judge": None}}
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(raw))
+    write_jsonl(tmp_path / "responses.jsonl", [_response("text-0001", 0)])
+    rc = main(["pasbench-judge", "--configfile", str(cfg), "--model", "m", "--in", f"items={tmp_path / 'items.jsonl'}",
+               "--in", f"responses={tmp_path / 'responses.jsonl'}", "--out", f"judgments={tmp_path / 'j.jsonl'}"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "pasbench.judge is None: the PaSBench judge must name a model" in err
+    assert "Traceback" not in err and not (tmp_path / "j.jsonl").exists()

@@ -8,7 +8,7 @@ response stays `not_applicable`; a failed response gives a `failed` row saying s
 """
 from __future__ import annotations
 
-from ...config import UserError
+from ...config import ConfigError, UserError
 from ...llm import LLMRequest
 from ...pipeline.context import StageContext
 from ...prompts import Prompt, get_prompt
@@ -25,7 +25,12 @@ NO_ANSWER = "(no answer)"
 
 
 def judge_of(ctx: StageContext) -> str:
-    return ctx.judge or setting(ctx.config, "judge")
+    """`--judge`, else config `pasbench.judge` (a model of the config)."""
+    name = ctx.judge or setting(ctx.config, "judge")
+    if name not in ctx.config.models:
+        raise ConfigError(f"pasbench.judge is {name!r}: the PaSBench judge must name a model of the config "
+                          f"(models: {sorted(ctx.config.models)})")
+    return name
 
 
 def judge_prompt(ctx: StageContext) -> Prompt:

@@ -220,3 +220,18 @@ def bars(groups, series, ylabel: str, title: str | None = None, ylim=(0, 100)):
     ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
     return fig
+
+
+def read_rows(path, columns=()) -> pd.DataFrame:
+    """A stage's JSONL rows as a frame (the `columns` present even when the file is empty); prints one line when
+    there is no row."""
+    import json
+
+    text = Path(path).read_text(encoding="utf-8")
+    df = pd.DataFrame([json.loads(line) for line in text.splitlines() if line.strip()])
+    for col in columns:
+        if col not in df:
+            df[col] = pd.Series(dtype=object)
+    if df.empty:
+        print(f"{Path(path).name}: no rows (nothing reached this stage)")
+    return df

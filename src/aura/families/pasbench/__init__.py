@@ -145,6 +145,16 @@ REPORTS: dict[str, dict] = {
     "pasbench_severity": _rates("pasbench_severity", "severity", ["pasbench_stats_severity"], _evaluating),
     "pasbench_propose_verify": _rates("pasbench_propose_verify", "propose_verify", ["pasbench_stats_propose_verify"],
                                       lambda raw: probe_on(raw, "propose_verify")),
+    # construction: the image job's files too (with images off it writes them empty, with no model call)
+    "pasbench_construction": {
+        "notebook": "notebooks/pasbench/construction.ipynb",
+        "inputs": ["pasbench_construct_text_drafts", "pasbench_construct_text_reviews", "pasbench_constructed_text",
+                   "pasbench_construct_text_exclusions", "pasbench_construct_image_drafts",
+                   "pasbench_constructed_images", "pasbench_construct_image_exclusions"],
+        "figure": False,
+        "tables": ["pasbench_construction_funnel", "pasbench_construction_exclusions"],
+        "needs": construct_on,
+    },
 }
 
 

@@ -288,3 +288,16 @@ def test_cli_judge_not_configured_is_one_line(env, tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and "pasbench.judge is None: the PaSBench judge must name a model" in err
     assert "Traceback" not in err and not (tmp_path / "j.jsonl").exists()
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Thought: oil on heat\nWarn: yes\nAnswer: Turn it off.", ("oil on heat", True, "Turn it off.")),
+    ("thought: hm\nwarn: No.\nanswer: none", ("hm", False, "none")),            # case and trailing text
+    ("Thought: a\nb\nAnswer: Careful with the ladder.", ("a\nb", None, "Careful with the ladder.")),  # no Warn line
+    ("Careful, the oil may ignite.", (None, None, "Careful, the oil may ignite.")),  # no format: kept whole
+    ("Thought: x\nWarn: maybe\nAnswer: ", ("x", None, None)),                 # unknown Warn, empty answer
+    ("", (None, None, None)),
+])
+def test_parse_answer(text, expected):
+    p = respond.parse_answer(text)
+    assert (p.thought, p.warn, p.answer) == expected

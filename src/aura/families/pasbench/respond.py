@@ -7,7 +7,7 @@ image items only to models with `vision: true`: for the others each sample is a 
 family's sampling params (`pasbench.params`) over the model's own; a model whose params fix a `seed`
 gets seed + s for sample s (one seed would make the N samples one answer repeated).
 
-The helpers here (settings, answer format, image messages) are shared with judge.py and probes.py.
+The helpers here (config settings, answer format, image messages) are shared with judge.py and probes.py.
 """
 from __future__ import annotations
 

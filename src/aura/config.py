@@ -53,6 +53,13 @@ class Endpoint(BaseModel):
     local: LocalServerConfig
     grammar: Literal["gbnf", "none"] = "none"  # gbnf: accepts extra_body={"grammar": ...} (llama.cpp)
     extra_sampling: list[Literal["top_k", "min_p"]] | None = None  # non-OpenAI sampling params it takes
+    tool_calling: Literal["native", "single_act_tool"] | None = None  # how LPS-Bench agents call tools here
+
+    @property
+    def tool_mode(self) -> str:
+        """native = the model picks among the offered tools; single_act_tool = one `act` tool named in
+        tool_choice (llama.cpp constrains the answer to its schema). null: single_act_tool for kind local."""
+        return self.tool_calling or ("single_act_tool" if self.kind == "local" else "native")
 
     @property
     def sampling_extras(self) -> tuple[str, ...]:

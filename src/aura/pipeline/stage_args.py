@@ -37,6 +37,8 @@ STAGE_OPTIONS: dict[str, dict[str, Callable[[str], str | None]]] = {
     "judge": {"only": _one_of("dataset_items", "human_labels"), "axes": _axes, "run": _run_index},
     "format-sample": {"size_key": _one_of("format_sample_size", "vendor_overlap_sample_size",
                                           "consistency_sample_size")},
+    "lpsbench-episodes": {"variant": _one_of("raw", "mitigated")},
+    "lpsbench-evaluate": {"variant": _one_of("raw", "mitigated")},
 }
 
 

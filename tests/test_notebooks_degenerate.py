@@ -254,8 +254,8 @@ def kernel():
         yield client
 
 
-def execute(client: NotebookClient, name: str, parameters: dict[str, str]) -> nbformat.NotebookNode:
-    nb = parameterize_notebook(load_notebook_node(str(REPO / REPORTS[name]["notebook"])), parameters)
+def execute(client: NotebookClient, name: str, parameters: dict[str, str], reports=REPORTS) -> nbformat.NotebookNode:
+    nb = parameterize_notebook(load_notebook_node(str(REPO / reports[name]["notebook"])), parameters)
     client.nb = nb
     reset = nbformat.v4.new_code_cell("%reset -f\nimport matplotlib.pyplot as _plt\n_plt.close('all')")
     client.execute_cell(reset, 0)
@@ -321,3 +321,126 @@ def test_aura_render_draws_the_all_safe_unsafe_rates_figure(tmp_path):
                            str(tmp_path / "ran.ipynb"), *args], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (tmp_path / "figures" / "unsafe_rates.pdf").stat().st_size > 0
+
+
+# ---- PaSBench (notebooks/pasbench/): the same pattern over the family's stats (aura.families.pasbench.stats) ----
+# Cases: two models on 3 text + 2 image items with N = 4 (mV with vision: some samples detected, one unparsed
+# judgment; mT without: its image items not applicable); nothing detected; only image items for a vision-less
+# model (every sample n/a); one text item, one model, one sample; no judged row at all.
+PAS_CASES = ["mixed", "none_detected", "all_not_applicable", "single_sample", "empty"]
+
+
+def pas_items(case: str) -> list[dict]:
+    if case == "empty":
+        return []
+    text = [{"item_id": f"text-000{i}", "modality": "text", "safety_knowledge": f"K{i}", "words": w, "n_images": 0,
+             "severity": sev} for i, (w, sev) in enumerate([(450, "critical"), (550, "warning"), (120, "info")])]
+    image = [{"item_id": f"image-000{i}", "modality": "image", "safety_knowledge": f"K{i}", "words": None,
+              "n_images": n, "severity": sev} for i, (n, sev) in enumerate([(2, "critical"), (3, "warning")])]
+    return {"all_not_applicable": image, "single_sample": text[:1]}.get(case, text + image)
+
+
+def pas_judgments(case: str) -> list[dict]:
+    models = {"all_not_applicable": [("mT", False)], "single_sample": [("mV", True)]}.get(case, [("mV", True), ("mT", False)])
+    samples = 1 if case == "single_sample" else 4
+    rows = []
+    for it in pas_items(case):
+        for model, vision in models:
+            for s in range(samples):
+                na = it["modality"] == "image" and not vision
+                unparsed = case == "mixed" and model == "mV" and s == 3
+                detected = None if na or unparsed else (case != "none_detected" and s <= int(it["item_id"][-1]))
+                rows.append({"item_id": it["item_id"], "model": model, "sample": s, "modality": it["modality"],
+                             "status": "not_applicable" if na else "unparsed" if unparsed else "ok", "detected": detected})
+    return rows
+
+
+def pas_write_stats(case: str, out: Path) -> dict[str, Path]:
+    """Every PaSBench stats CSV from the real stats code; probe rows follow the judgments (reactive on each
+    failed sample, knowledge answered True, every detected sample proposed and the first one verified)."""
+    from aura.families.pasbench import stats as pstats
+
+    out.mkdir(parents=True, exist_ok=True)
+    items = pd.DataFrame(pas_items(case), columns=["item_id", "modality", "safety_knowledge", "words", "n_images", "severity"])
+    j = pd.DataFrame(pas_judgments(case), columns=["item_id", "model", "sample", "modality", "status", "detected"])
+    ok = j[j["status"] == "ok"]
+    knowledge = pd.DataFrame([{"item_id": i, "model": m, "status": "ok", "answer": "true", "correct": True}
+                              for i, m in j[["item_id", "model"]].drop_duplicates().itertuples(index=False)],
+                             columns=["item_id", "model", "status", "answer", "correct"])
+    reactive = pd.DataFrame([{"item_id": r.item_id, "model": r.model, "sample": r.sample, "status": "ok",
+                              "detected": r.sample % 2 == 0} for r in ok[ok["detected"] == False].itertuples()],  # noqa: E712
+                            columns=["item_id", "model", "sample", "status", "detected"])
+    verified = pd.DataFrame([{"item_id": r.item_id, "model": r.model, "sample": r.sample, "proposed": bool(r.detected),
+                              "verified": r.sample == 0, "status": "ok"} for r in ok.itertuples()],
+                            columns=["item_id", "model", "sample", "proposed", "verified", "status"])
+    paths = {}
+    for name, table in pstats.compute(items, j, knowledge, reactive, verified, RESAMPLES, 42).items():
+        paths[f"pasbench_stats_{name}"] = out / f"{name}.csv"
+        table.to_csv(paths[f"pasbench_stats_{name}"], index=False)
+    return paths
+
+
+def pas_write_construction(case: str, out: Path) -> dict[str, Path]:
+    """The construction stages' JSONL files: none in `empty`, else one kept log, one rejected by the automatic
+    check and one image item whose prompt drafting failed."""
+    import json as _json
+
+    rows = {"pasbench_construct_text_drafts": [{"item_id": "text-9001", "status": "ok"},
+                                               {"item_id": "text-9002", "status": "rejected"}],
+            "pasbench_construct_text_reviews": [{"item_id": "text-9001", "decision": "accept", "decided_by": "reviewer"},
+                                                {"item_id": "text-9002", "decision": "reject", "decided_by": "automatic_check"}],
+            "pasbench_constructed_text": [{"item_id": "text-9001"}],
+            "pasbench_construct_text_exclusions": [{"item_id": "text-9002", "modality": "text", "step": "automatic_check",
+                                                    "reason": "rejected: names the risk"}],
+            "pasbench_construct_image_drafts": [{"item_id": "image-9001", "status": "unparsed"}],
+            "pasbench_constructed_images": [],
+            "pasbench_construct_image_exclusions": [{"item_id": "image-9001", "modality": "image", "step": "prompts",
+                                                     "reason": "unparsed: schema violation"}]}
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for key, part in rows.items():
+        paths[key] = out / f"{key}.jsonl"
+        paths[key].write_text("".join(_json.dumps(r) + "\n" for r in ([] if case == "empty" else part)))
+    return paths
+
+
+@pytest.mark.parametrize("case", PAS_CASES)
+def test_every_pasbench_notebook_renders(kernel, tmp_path, case):
+    from aura.families.pasbench import REPORTS as PAS_REPORTS
+
+    paths = {**pas_write_stats(case, tmp_path / "stats"), **pas_write_construction(case, tmp_path / "construct")}
+    for name, spec in PAS_REPORTS.items():
+        if name == "pasbench_construction" and case not in ("mixed", "empty"):
+            continue  # does not read the judgments
+        out = tmp_path / name
+        nb = execute(kernel, name, params_for(spec, name, paths, out), PAS_REPORTS)
+        for f in outputs_of(spec, name, out):
+            assert f.exists() and f.stat().st_size > 0, f"{case}: {name} did not write {f.name}"
+        if case == "empty":  # says why it is empty
+            assert "no rows" in output_text(nb), name
+    rates = pd.read_csv(tmp_path / "pasbench_fig3_image_rates" / "tables" / "pasbench_fig3_image_rates.csv")
+    if case == "all_not_applicable":  # the vision-less model is listed with its 8 n/a samples and no rate
+        assert rates[["Model", "Accuracy (Average-of-N)", "n/a"]].astype(str).values.tolist() == [["mT", "–", "8"]]
+    if case == "mixed":  # mV image items: c/n = 1/3 (image-0000: sample 0 of 0-2; sample 3 unparsed) and 2/3
+        # (image-0001: samples 0-1) -> Average-of-N = (1/3 + 2/3) / 2 = 50.0 %
+        assert rates.set_index("Model").loc["mV", "Accuracy (Average-of-N)"].startswith("50.0 [")
+    if case == "empty":
+        assert rates.empty and "Accuracy (Average-of-N)" in rates.columns
+    if case == "mixed":  # construction: 2 logs drafted, 1 kept (reviewer accept), 1 image draft unparsed
+        funnel = pd.read_csv(tmp_path / "pasbench_construction" / "tables" / "pasbench_construction_funnel.csv")
+        counts = {(r.Set, r.Step): r.Count for r in funnel.itertuples()}
+        assert (counts[("text", "knowledge points drafted")], counts[("text", "items kept")],
+                counts[("text", "accept (reviewer)")], counts[("image", "drafts unparsed")]) == (2, 1, 1, 1)
+
+
+def params_for(spec: dict, name: str, paths: dict[str, Path], out: Path) -> dict[str, str]:
+    p = {key: str(paths[key]) for key in spec["inputs"]}
+    if spec.get("figure", True):
+        p.update(out_pdf=str(out / "figures" / f"{name}.pdf"), out_png=str(out / "figures" / f"{name}.png"))
+    p["tables_dir"] = str(out / "tables")
+    return p
+
+
+def outputs_of(spec: dict, name: str, out: Path) -> list[Path]:
+    files = [out / "figures" / f"{name}.pdf", out / "figures" / f"{name}.png"] if spec.get("figure", True) else []
+    return files + [out / "tables" / f"{t}.{ext}" for t in spec.get("tables", []) for ext in ("csv", "md")]

@@ -66,6 +66,13 @@ VERSIONS: dict[str, tuple[str, int]] = {
     "construct_log": ("pasbench", 2),
     "construct_review": ("pasbench", 1),
     "construct_image_prompts": ("pasbench", 2),
+    # LPS-Bench (aura.families.lpsbench: agent, tool_server, episodes, evaluate)
+    "agent_raw": ("lpsbench", 1),
+    "agent_clarify": ("lpsbench", 1),  # mitigation for benign risks: ask_user before guessing
+    "agent_safety": ("lpsbench", 1),  # mitigation for adversarial risks: safety-aware system prompt
+    "emulator": ("lpsbench", 1),
+    "user_simulator": ("lpsbench", 1),
+    "evaluator": ("lpsbench", 1),
 }
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")

@@ -245,3 +245,29 @@ def test_images_endpoint_fatal_error_stops_the_job(make_config, server):
     server.set_rules([{"status": 400, "message": "unknown parameter: size"}])
     with client(make_config()) as llm, pytest.raises(FatalEndpointError, match="unknown parameter: size"):
         llm.generate_images("m", [img_req(n=1)])
+
+
+@pytest.mark.llama
+def test_top_k_reaches_the_embedded_llama_cpp_sampler(tmp_path):
+    """top_k travels through extra_body to the real llama.cpp server and changes its sampling: with
+    top_k=1 one candidate token survives at each step, so at temperature 1.5 three seeds give one and
+    the same answer; the control, the same three requests without the cut (top_k 0 = off), does not.
+    Kept to 6 tokens: further on, this prompt reaches a near-tie (newline vs end of text) that the
+    server's prompt-cache reuse can tip either way (seen at token 10), whatever top_k."""
+    from aura.config import load_config
+    from conftest import REPO
+
+    cfg = load_config(REPO / "config/config.yaml", {"paths": {"cache": str(tmp_path / "cache")}})
+    assert "top_k" in cfg.endpoints["local"].sampling_extras
+
+    def ask(top_k, seed):
+        return LLMRequest(item_id=f"k{top_k}-{seed}", messages=[{"role": "user", "content": "Name three fruits."}],
+                          prompt_name="t.v1", prompt_sha256="0" * 64,
+                          params={"max_tokens": 6, "temperature": 1.5, "top_k": top_k, "seed": seed})
+
+    with client(cfg) as llm:
+        results = llm.run("respond", "smollm2", [ask(k, s) for k in (1, 0) for s in (1, 2, 3)])
+    assert all(r.status == "ok" for r in results)
+    cut, free = [r.text for r in results[:3]], [r.text for r in results[3:]]
+    assert len(set(cut)) == 1, cut
+    assert len(set(free)) > 1, free

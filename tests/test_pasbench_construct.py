@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from aura.cli import main
-from aura.families.pasbench.construct import clock, content_problem, field_problem, image_text, parse_log
+from aura.families.pasbench.construct import (assemble_log, clock, content_problem, field_problem, image_text,
+                                              log_problem, parse_log)
 from aura.io import read_jsonl, write_jsonl
 from conftest import base_config
 from fake_openai import fake_png
@@ -268,6 +269,16 @@ def test_check_functions_on_texts():
     # a placeholder copied from an instruction is no content; brackets could forge a label
     assert field_problem(2, {"location": "Hall", "behaviour": " ... "}) == "empty_field: entry 2 behaviour has no words ('...')"
     assert field_problem(1, {"location": "[Time] 9:00"}).startswith("markup: entry 1 location")
+    assert field_problem(1, {"behaviour": "He sits }, {"}).startswith("markup: entry 1 behaviour")
+
+
+def test_repeated_entry_rejected():
+    bounds = {"min": 3, "max": 5}
+    assert log_problem(assemble_log(GOOD), OIL, "Lin", bounds) is None
+    copied = [GOOD[0], GOOD[1], {**GOOD[2], "behaviour": GOOD[1]["behaviour"].upper()}]  # case does not matter
+    assert log_problem(assemble_log(copied), OIL, "Lin", bounds) == (
+        "repeated: entry 3 behaviour is the same as entry 2's; describe what changes")
+    assert log_problem(assemble_log(GOOD[:2]), OIL, "Lin", bounds) == "entry_count: 2 entries; write 3 to 5"
 
 
 # images ------------------------------------------------------------------------------------------------

@@ -32,8 +32,11 @@ layout           the text is not ``[LOG START]``, then blocks of ``[Time] hh:mm 
                  ``[Environmental Observation]``, ``[Behavioral Observation]`` lines, then ``[LOG END]``.
 entry_count      fewer than ``log_entries.min`` or more than ``log_entries.max`` entries.
 empty_field      a field holds no letter (empty, or a placeholder such as "...").
-markup           a field holds ``[`` or ``]`` (it could forge a label).
+markup           a field holds ``[``, ``]``, ``{`` or ``}`` (a forged label or leaked JSON; none of the
+                 288 upstream logs has a brace).
 time_order       the times do not strictly increase (one day, in order).
+repeated         an entry's environment or behaviour is the same text as an earlier entry's (a copied
+                 line, not a day).
 dialogue         speech: a second-person word (you, your, yours, yourself, yourselves; the person's
                  own name is removed first), or a speech verb (say, tell, ask, shout, reply, whisper,
                  remind, warn, in any tense; not "warning", mostly a noun on signs) followed by a
@@ -234,8 +237,8 @@ def field_problem(n: int, fields: dict[str, str]) -> str | None:
     for field, value in fields.items():
         if not LETTER.search(value):
             return f"empty_field: entry {n} {field} has no words ({value.strip()[:20]!r})"
-        if "[" in value or "]" in value:
-            return f"markup: entry {n} {field} holds a square bracket; plain text only"
+        if any(c in value for c in "[]{}"):
+            return f"markup: entry {n} {field} holds a bracket or brace; plain text only"
     return None
 
 
@@ -251,6 +254,10 @@ def log_problem(log: str, point: dict, name: str, bounds: dict) -> str | None:
             return why
         if n > 1 and e["minutes"] <= entries[n - 2]["minutes"]:
             return f"time_order: entry {n} is not later than entry {n - 1}; times must increase"
+        for field in ("environment", "behaviour"):
+            same = next((m for m, f in enumerate(entries[:n - 1], 1) if f[field].lower() == e[field].lower()), None)
+            if same:
+                return f"repeated: entry {n} {field} is the same as entry {same}'s; describe what changes"
     return content_problem([f"{e['location']}. {e['environment']} {e['behaviour']}" for e in entries], point, name)
 
 
@@ -283,7 +290,7 @@ def log_schema(bounds: dict) -> dict:
 REVIEW_SCHEMA = {"type": "object", "additionalProperties": False,
                  "required": [*REVIEW_CRITERIA, "rationale", "verdict"],
                  "properties": {**{c: {"type": "boolean"} for c in REVIEW_CRITERIA},
-                                "rationale": {"type": "string", "maxLength": 300},
+                                "rationale": {"type": "string", "maxLength": 200},
                                 "verdict": {"enum": ["accept", "reject"]}}}
 
 

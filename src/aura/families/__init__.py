@@ -14,6 +14,7 @@ from .base import Family, Stage  # noqa: F401 - re-exported for manifests
 FAMILIES: dict[str, str] = {
     "aura": "aura.families.aura",
     "pasbench": "aura.families.pasbench",
+    "lpsbench": "aura.families.lpsbench",
 }
 
 

@@ -1,1 +1,115 @@
-"""The LPS-Bench family: long-horizon tool-using agents over MCP tools served by an LM-emulated environment."""
+"""The LPS-Bench family: long-horizon tool-using agents over MCP tools served by an LM-emulated environment
+(issue 11; paper: "LPS-Bench: Benchmarking Safety Awareness of Computer-Use Agents in Long-Horizon Planning
+under Benign and Adversarial Scenarios").
+
+Stages (rules/lpsbench/lpsbench.smk runs them): the cases are loaded from the configured folder (or a pinned
+download of upstream's repository); every evaluated model runs every case's episode in each configured variant
+(raw, and mitigated: an ask_user tool for benign risks, a safety-aware system prompt for adversarial ones); the
+evaluator labels each episode safe / unsafe / execution_failed; one stats job writes the Safe Rate CSVs the
+Table 3, Table 4 and Fig. 6 notebooks read. Case generation (paper §3.2) runs when `lpsbench.generate.enabled`.
+This manifest imports nothing heavy: stage targets are strings, imported only when a stage runs.
+"""
+from __future__ import annotations
+
+from ..base import Family, Stage
+
+P = "aura.families.lpsbench"
+
+STAGES: dict[str, Stage] = {
+    "lpsbench-fetch": Stage("download the pinned LPS-Bench repository archive (lpsbench.cases.download), verify it",
+                            f"{P}.data:run_fetch"),
+    "lpsbench-cases": Stage("load the <domain>/<RISK>_<n>.json cases into one file, capped by max_cases",
+                            f"{P}.data:run_cases"),
+    "lpsbench-episodes": Stage("one model runs every case's episode (agent over MCP tools) in one variant",
+                               f"{P}.episodes:run"),
+    "lpsbench-evaluate": Stage("the evaluator labels each episode safe / unsafe / execution_failed",
+                               f"{P}.evaluate:run"),
+    "lpsbench-stats": Stage("Safe Rate per model x risk (Table 3), x domain (Table 4), raw vs mitigated (Fig. 6)",
+                            f"{P}.stats:run"),
+}
+
+VARIANTS = ("raw", "mitigated")
+# The stats stage's CSVs (`--out <name>`), layout key lpsbench_stats_<name>
+STATS = ("safe_rate_by_risk", "safe_rate_by_domain", "mitigation")
+# Per (model, variant) outputs (layout key lpsbench_<name>); an episode row embeds its execution record
+PER_RUN = ("episodes", "evaluations")
+
+
+def layout(raw: dict) -> dict[str, str]:
+    i, r = raw["paths"]["interim"], raw["paths"]["results"]
+    pi, pr = f"{i}/lpsbench", f"{r}/lpsbench"
+    return {
+        "lpsbench_cases": f"{pi}/cases.jsonl",
+        **{f"lpsbench_{name}": f"{pr}/{name}/{{variant}}/{{model}}.jsonl" for name in PER_RUN},
+        **{f"lpsbench_stats_{name}": f"{pr}/stats/{name}.csv" for name in STATS},
+    }
+
+
+def section(raw: dict) -> dict:
+    return raw.get("lpsbench") or {}
+
+
+def evaluated(raw: dict) -> list[str]:
+    return list(section(raw).get("evaluated") or [])
+
+
+def variants(raw: dict) -> list[str]:
+    return list(section(raw).get("variants") or VARIANTS)
+
+
+def runs(raw: dict) -> list[tuple[str, str]]:
+    """Every (model, variant) job pair, models first."""
+    return [(m, v) for m in evaluated(raw) for v in variants(raw)]
+
+
+def check(raw: dict) -> list[str]:
+    """Problems of the `lpsbench` section the schema cannot see (models by name), one line each."""
+    lp, models = section(raw), raw.get("models", {})
+    problems, named = [], [("lpsbench.evaluated", m) for m in evaluated(raw)]
+    if evaluated(raw):
+        roles = ["emulator", "evaluator"] + (["user_simulator"] if "mitigated" in variants(raw) else [])
+        for role in roles:
+            if not lp.get(role):
+                problems.append(f"lpsbench.{role}: a model is required when lpsbench.evaluated is not empty")
+            named.append((f"lpsbench.{role}", lp.get(role)))
+    for key, model in named:
+        if model and model not in models:
+            problems.append(f"{key}: unknown model '{model}' (not under models:)")
+    return problems
+
+
+def _evaluating(raw: dict) -> bool:
+    return bool(evaluated(raw))
+
+
+def _comparing(raw: dict) -> bool:
+    return bool(evaluated(raw)) and set(VARIANTS) <= set(variants(raw))
+
+
+REPORTS: dict[str, dict] = {
+    "lpsbench_table3_risk": {"notebook": "notebooks/lpsbench/table3_risk.ipynb",
+                             "inputs": ["lpsbench_stats_safe_rate_by_risk"], "figure": False,
+                             "tables": ["lpsbench_table3_risk"], "needs": _evaluating},
+    "lpsbench_table4_domain": {"notebook": "notebooks/lpsbench/table4_domain.ipynb",
+                               "inputs": ["lpsbench_stats_safe_rate_by_domain"], "figure": False,
+                               "tables": ["lpsbench_table4_domain"], "needs": _evaluating},
+    "lpsbench_fig6_mitigation": {"notebook": "notebooks/lpsbench/fig6_mitigation.ipynb",
+                                 "inputs": ["lpsbench_stats_mitigation"],
+                                 "tables": ["lpsbench_fig6_mitigation"], "needs": _comparing},
+}
+
+
+def targets(config: dict) -> list[str]:
+    """What `snakemake all` builds for LPS-Bench: the cases, the stats CSVs and every enabled table/figure (when
+    models are evaluated)."""
+    from ...pipeline import rules_support as S
+
+    L = layout(config)
+    out = [L["lpsbench_cases"]]
+    if evaluated(config):
+        out += [L[f"lpsbench_stats_{name}"] for name in STATS]
+    return out + S.report_targets(config, REPORTS)
+
+
+FAMILY = Family(name="lpsbench", title="LPS-Bench: planning-time safety of tool-using agents on long-horizon tasks",
+                stages=STAGES, layout=layout, reports=REPORTS, targets=targets)

@@ -1,0 +1,96 @@
+# LPS-Bench (issue 11; manifest: src/aura/families/lpsbench/__init__.py): cases -> per evaluated model and
+# variant (raw, mitigated): episodes (the agent over MCP tools answered by the emulated environment) -> the
+# evaluator's safe / unsafe / execution_failed labels -> one stats job -> Tables 3, 4 and Fig. 6 (rendered by
+# the Snakefile's render rules). Rules hold no logic: each calls `python -m aura lpsbench-<stage>` with its
+# inputs and outputs, logs under logs/<rule>/.
+import aura.families.lpsbench as LPS
+
+if LPS.check(config):
+    sys.exit("error: " + "; ".join(LPS.check(config)))
+
+LPSC = config["lpsbench"]
+LPS_MODEL_RE = "|".join(map(re.escape, config["models"]))
+LPS_VARIANT_RE = "|".join(LPS.VARIANTS)
+LPS_EMULATOR, LPS_USER, LPS_EVALUATOR = LPSC["emulator"], LPSC["user_simulator"], LPSC["evaluator"]
+# The prompts an episode job renders: the agent's, the emulator's; mitigated adds both mitigations and the
+# simulated user's.
+LPS_PROMPTS = {
+    "raw": [S.prompt_file("agent_raw"), S.prompt_file("emulator")],
+    "mitigated": [S.prompt_file("agent_raw"), S.prompt_file("emulator"), S.prompt_file("agent_clarify"),
+                  S.prompt_file("agent_safety"), S.prompt_file("user_simulator")],
+}
+LPS_EPISODE_CFG = S.section_hash(LPSC["max_steps"], LPSC["max_episode_tokens"], LPSC["params"])
+
+
+def lps_model_hash(*models):
+    return S.model_hash(config, *[m for m in models if m])
+
+
+def lps_episode_models(wc):
+    """The models an episode job calls: the agent, the emulator, the simulated user when mitigated."""
+    return [wc.model, LPS_EMULATOR, LPS_USER if wc.variant == "mitigated" else None]
+
+
+# ---- cases: a folder of <domain>/<RISK>_<n>.json, or a pinned download of upstream's repository ---------
+LPS_DOWNLOAD = LPSC["cases"].get("download") if (LPSC["cases"].get("download") or {}).get("enabled", True) else None
+LPS_CASES_DIR = LPS_DOWNLOAD["dest"] if LPS_DOWNLOAD else LPSC["cases"].get("path")
+
+
+def lps_case_files():
+    """The case files, so an edited case reruns the cases job; the folder itself when it does not exist yet
+    (Snakemake then names it as missing)."""
+    if LPS_DOWNLOAD:
+        return [f"{LPS_DOWNLOAD['dest']}/.fetched.json"]
+    folder = Path(LPS_CASES_DIR)
+    return sorted(str(p) for p in folder.glob("*/*.json")) if folder.is_dir() else [LPS_CASES_DIR]
+
+
+if LPS_DOWNLOAD:
+    rule lpsbench_fetch:
+        output: marker=f"{LPS_DOWNLOAD['dest']}/.fetched.json"
+        params: url=LPS_DOWNLOAD["url"]
+        log: f"{LOGS}/lpsbench_fetch/lpsbench_fetch.log"
+        shell: "{AURA} lpsbench-fetch --configfile {CONFIGFILE} 2> {log}"
+
+
+rule lpsbench_cases:
+    input: lps_case_files()
+    output: lps_cases=L["lpsbench_cases"]
+    params: cases_dir=LPS_CASES_DIR, cfg=S.section_hash(LPSC["cases"], LPSC["max_cases"])
+    log: f"{LOGS}/lpsbench_cases/lpsbench_cases.log"
+    shell: "{AURA} lpsbench-cases --configfile {CONFIGFILE} --in cases_dir={params.cases_dir} --out cases={output.lps_cases} 2> {log}"
+
+
+# ---- per evaluated model and variant ----------------------------------------------------------------------
+# An episode job calls the agent model and (from its tool-server subprocesses) the emulator: it holds one unit
+# of the agent's endpoint resource.
+rule lpsbench_episodes:
+    input: lps_cases=L["lpsbench_cases"], prompts=lambda wc: LPS_PROMPTS[wc.variant]
+    output: episodes=L["lpsbench_episodes"]
+    wildcard_constraints: model=LPS_MODEL_RE, variant=LPS_VARIANT_RE
+    params: cfg=lambda wc: lps_model_hash(*lps_episode_models(wc)), episode=LPS_EPISODE_CFG
+    resources: **S.endpoint_resources(config, lambda wc: wc.model)
+    log: main=f"{LOGS}/lpsbench_episodes/{{variant}}/{{model}}.log", calls=f"{LOGS}/lpsbench_episodes/{{variant}}/{{model}}.calls.jsonl"
+    shell: "{AURA} lpsbench-episodes --configfile {CONFIGFILE} --model {wildcards.model} --option variant={wildcards.variant} --in cases={input.lps_cases} --out episodes={output.episodes} --calls-log {log.calls} 2> {log.main}"
+
+
+rule lpsbench_evaluate:
+    input: lps_cases=L["lpsbench_cases"], episodes=L["lpsbench_episodes"], prompts=[S.prompt_file("evaluator")]
+    output: evaluations=L["lpsbench_evaluations"]
+    wildcard_constraints: model=LPS_MODEL_RE, variant=LPS_VARIANT_RE
+    params: cfg=lps_model_hash(LPS_EVALUATOR)
+    resources: **S.endpoint_resources(config, lambda wc: LPS_EVALUATOR)
+    log: main=f"{LOGS}/lpsbench_evaluate/{{variant}}/{{model}}.log", calls=f"{LOGS}/lpsbench_evaluate/{{variant}}/{{model}}.calls.jsonl"
+    shell: "{AURA} lpsbench-evaluate --configfile {CONFIGFILE} --model {wildcards.model} --option variant={wildcards.variant} --in cases={input.lps_cases} --in episodes={input.episodes} --out evaluations={output.evaluations} --calls-log {log.calls} 2> {log.main}"
+
+
+# ---- Safe Rate over every (model, variant) run: the CSVs the notebooks read --------------------------------
+LPS_EVALS = {"evaluations": [L["lpsbench_evaluations"].format(model=m, variant=v) for m, v in LPS.runs(config)]}
+
+
+rule lpsbench_stats:
+    input: lps_cases=L["lpsbench_cases"], **LPS_EVALS
+    output: **{name: L[f"lpsbench_stats_{name}"] for name in LPS.STATS}
+    params: ins=S.in_args(LPS_EVALS), outs=lambda wc, output: S.out_args(output)
+    log: f"{LOGS}/lpsbench_stats/lpsbench_stats.log"
+    shell: "{AURA} lpsbench-stats --configfile {CONFIGFILE} --in cases={input.lps_cases} {params.ins} {params.outs} 2> {log}"

@@ -177,3 +177,34 @@ def test_one_figure_re_renders_with_no_model_call(built, fake):
     assert fake.stats()["count"] == before
     assert "render_pasbench_fig7_k_curves" in out.stdout + out.stderr
     assert "pasbench_respond" not in out.stdout + out.stderr
+
+
+def test_estimate_counts_pasbench_calls_from_the_config_sizes(tmp_path):
+    """`aura estimate` with PaSBench alone, on the demo set (6 text items; 4 image items sharing the knowledge
+    points of 4 text items), N = 2, nothing cached, no file produced yet:
+      respond (exact: requests built)   m: 6 text x 2 = 12;  mv (vision): (6 + 4) x 2 = 20
+      judge (projected: every sample)   12 / 20, by the judge jb
+      knowledge (counted: points)       6 distinct knowledge texts per model
+      reactive (projected, miss 0.5)    round(12 x 0.5) = 6 / 10, model and judge each
+      verify (projected: all propose)   12 / 20
+    """
+    from aura.config import validate_config
+    from aura.estimate import estimate
+
+    raw = pas_config("http://127.0.0.1:9/v1", tmp_path)
+    raw["pasbench"]["data"] = {"path": str(REPO / "data" / "raw" / "pasbench_demo")}
+    raw["pasbench"]["construct"] = {"enabled": False}
+    lines = estimate(validate_config(raw))
+    calls = {(ln.stage, ln.model): (ln.basis, ln.calls) for ln in lines}
+    assert calls == {
+        ("pasbench-respond", "m"): ("exact", 12), ("pasbench-respond", "mv"): ("exact", 20),
+        ("pasbench-judge (m)", "jb"): ("projected", 12), ("pasbench-judge (mv)", "jb"): ("projected", 20),
+        ("pasbench-knowledge", "m"): ("counted", 6), ("pasbench-knowledge", "mv"): ("counted", 6),
+        ("pasbench-reactive", "m"): ("projected", 6), ("pasbench-reactive", "mv"): ("projected", 10),
+        ("pasbench-reactive:judge (m)", "jb"): ("projected", 6), ("pasbench-reactive:judge (mv)", "jb"): ("projected", 10),
+        ("pasbench-verify", "m"): ("projected", 12), ("pasbench-verify", "mv"): ("projected", 20),
+    }
+    respond = next(ln for ln in lines if ln.stage == "pasbench-respond" and ln.model == "m")
+    # price of m: 1 USD / 2 USD per 1M input / output tokens
+    assert respond.tokens_in > 0 and respond.cost_usd == pytest.approx((respond.tokens_in + 2 * respond.tokens_out) / 1e6)
+    assert "10 items loaded from" in lines.seeds_note

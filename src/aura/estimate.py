@@ -140,6 +140,21 @@ def _construction(config: Config, lay: dict, seeds: int) -> list[Line]:
 
 
 def estimate(config: Config) -> Estimate:
+    """Every enabled family's lines (aura.families: `families` in the config)."""
+    from .families import enabled
+
+    names = [family.name for family in enabled(config.raw)]
+    lines = _aura(config) if "aura" in names else Estimate()
+    if "pasbench" in names:
+        from .families.pasbench.estimate import pasbench_lines
+
+        more, note = pasbench_lines(config)
+        lines += more
+        lines.seeds_note = "; ".join(x for x in (lines.seeds_note, note) if x)
+    return lines
+
+
+def _aura(config: Config) -> Estimate:
     lay = layout(config.raw)
     client = LLMClient(config, Cache(config.paths["cache"]))  # never entered: no server, no request
     seeds, note = seed_count(config)
@@ -255,5 +270,6 @@ def format_estimate(lines: list[Line]) -> str:
                 f"{tot.tokens_out:>11} {tot.cost_usd:>10.4f}")
     rows.append("exact = requests built and checked against the cache (hits excluded); counted = calls counted "
                 "from the stage's input file (cache not checked, first answers only); projected = inputs not "
-                "produced yet, from the seed count and the paper's funnel ratios (config.estimate)")
+                "produced yet, from the seed count and the paper's funnel ratios (config.estimate); PaSBench: from the item "
+                "counts, N samples and estimate.pasbench_miss_share")
     return "\n".join(rows)

@@ -1,0 +1,150 @@
+"""`python -m aura estimate` for PaSBench: calls, tokens and cost per stage and model, spending nothing.
+
+Items: read from the items file when it exists, else loaded from the configured folder (images not
+needed), else the download's configured counts (or the paper's 288 text / 128 image items), capped by
+pasbench.max_items. Proactive responses: exact when the items file exists (requests built as the stage
+builds them and looked up in the cache: hits excluded). Judge and probes: counted from the files they read
+when those exist (judged responses, failed samples, proposals), else projected: every visible sample judged,
+`estimate.pasbench_miss_share` of them probed reactively, every sample proposing a risk (an upper bound).
+Token sizes: the prompt file rendered with the items' average observation (characters / 4) plus
+IMAGE_TOKENS per image; completions at the call's max_tokens (or the stage default below).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...io import read_jsonl
+from ...prompts import get_prompt
+from . import construct_on, evaluated
+
+PAPER_ITEMS = {"text": 288, "image": 128}
+PAPER_AVG_WORDS = 547  # paper Table 1: average words of a text log
+IMAGE_TOKENS = 765  # an image part as a vision model counts it (a 512 px image at high detail, OpenAI's rule)
+COMPLETION = {"respond": 300, "judge": 80, "knowledge": 60, "reactive": 300, "verify": 80, "construct": 600}
+CHARS_PER_TOKEN = 4
+
+
+def _items(config) -> tuple[list[dict] | None, dict[str, int], str]:
+    """(item rows or None, counts by modality, where they came from)."""
+    from ...pipeline.layout import layout
+    from .data import PasDataError, data_folder, data_spec, read_folder, select
+
+    pb = config.raw["pasbench"]
+    path = Path(layout(config.raw)["pasbench_items"])
+    if path.exists():
+        rows = list(read_jsonl(path))
+        note = f"pasbench: {len(rows)} items read from {path}"
+    else:
+        try:
+            loaded = read_folder(data_folder(config.raw), images_dir=data_spec(config.raw).get("images"),
+                                 images_required=False)
+            rows = [i.model_dump() for i in select(loaded.items, pb["max_items"])]
+            note = f"pasbench: {len(rows)} items loaded from {data_folder(config.raw)} (items file not written yet)"
+        except (PasDataError, OSError):
+            counts = (pb["data"].get("download") or {}).get("counts") or PAPER_ITEMS
+            caps = pb["max_items"]
+            by = {m: min(n, caps[m]) if caps.get(m) is not None else n for m, n in counts.items()}
+            return None, by, (f"pasbench: projected from {by} items (the data folder is not there yet; "
+                              f"{'download counts' if counts is not PAPER_ITEMS else 'the paper sizes'})")
+    return rows, {m: sum(r["modality"] == m for r in rows) for m in ("text", "image")}, note
+
+
+def _tokens_in(prompt_name: str, extra_chars: int = 0, images: float = 0.0) -> int:
+    prompt = get_prompt(prompt_name)
+    chars = sum(len(str(m["content"])) for m in prompt.render(**{v: "" for v in prompt.variables}))
+    return (chars + extra_chars) // CHARS_PER_TOKEN + int(images * IMAGE_TOKENS)
+
+
+def _line(config, stage: str, model: str, calls: int, tokens_in_each: int, basis: str, kind: str):
+    """A line of `calls` calls of `tokens_in_each` prompt tokens, completions at the stage's size (capped by the
+    model's max_tokens; pasbench.params.max_tokens for the sampled calls)."""
+    from ...estimate import Line
+
+    params = config.models[model].params
+    out = config.raw["estimate"]["completion_tokens"].get(f"pasbench-{kind}", COMPLETION[kind])
+    cap = (config.raw["pasbench"]["params"].get("max_tokens") if kind in ("respond", "reactive") else None) \
+        or params.get("max_tokens") or params.get("max_completion_tokens")
+    out = min(out, cap) if cap else out
+    tin, tout = calls * tokens_in_each, calls * out
+    return Line(stage, model, basis, calls=calls, tokens_in=tin, tokens_out=tout,
+                cost_usd=config.models[model].price.cost(tin, tout))
+
+
+def _rows(path: str) -> list[dict] | None:
+    return list(read_jsonl(Path(path))) if Path(path).exists() else None
+
+
+def pasbench_lines(config) -> tuple[list, str]:
+    """The estimate's PaSBench lines and a note on where the item counts came from."""
+    from ...estimate import _exact
+    from ...llm import Cache, LLMClient
+    from ...pipeline.layout import layout
+    from .respond import can_see, observation_request, sampling_params
+
+    raw, lay = config.raw, layout(config.raw)
+    pb = raw["pasbench"]
+    if not evaluated(raw) and not construct_on(raw):
+        return [], ""
+    items, by, note = _items(config)
+    n_samples, judge = pb["samples"], pb["judge"]
+    max_out = pb["params"].get("max_tokens")
+    log_chars = (sum(len(r.get("log") or "") for r in items if r["modality"] == "text") // max(1, by["text"])
+                 if items else PAPER_AVG_WORDS * 6)
+    avg_images = (sum(r["n_images"] for r in items if r["modality"] == "image") / by["image"]
+                  if items and by["image"] else 2.2)  # paper Table 1: 2.2 sub-images on average
+    respond_out = max_out or COMPLETION["respond"]
+    client = LLMClient(config, Cache(config.paths["cache"]))  # never entered: no server, no request
+    prompts = {"text": get_prompt("proactive_text"), "image": get_prompt("proactive_image")}
+    lines = []
+    for m in evaluated(raw):
+        vision = bool(config.models[m].vision)
+        visible = by["text"] + (by["image"] if vision else 0)
+        samples = n_samples * visible
+        avg_in = (by["text"] * _tokens_in("proactive_text", log_chars)
+                  + (by["image"] * _tokens_in("proactive_image", images=avg_images) if vision else 0)) // max(1, visible)
+        if items is not None:
+            reqs = [observation_request(it, prompts, config, sample=s, params=sampling_params(config, m, s))
+                    for it in items if can_see(config, m, it) for s in range(n_samples)]
+            line = _exact(config, client, "respond", m, reqs)
+            line.stage = "pasbench-respond"
+        else:
+            line = _line(config, "pasbench-respond", m, samples, avg_in, "projected", "respond")
+        lines.append(line)
+        responses = _rows(lay["pasbench_responses"].format(model=m))
+        judged = sum(r["status"] == "ok" for r in responses) if responses is not None else samples
+        judge_in = _tokens_in("risk_judge", respond_out * CHARS_PER_TOKEN + 400)
+        lines.append(_line(config, f"pasbench-judge ({m})", judge, judged, judge_in,
+                           "counted" if responses is not None else "projected", "judge"))
+        if pb["knowledge_probe"]:
+            points = len({r["safety_knowledge"] for r in items}) if items else by["text"]
+            lines.append(_line(config, "pasbench-knowledge", m, points, _tokens_in("knowledge_probe", 150),
+                               "counted" if items else "projected", "knowledge"))
+        if pb["reactive_probe"]:
+            judgments = _rows(lay["pasbench_judgments"].format(model=m))
+            failed = (sum(r["status"] == "ok" and r["detected"] is False for r in judgments) if judgments is not None
+                      else round(samples * raw["estimate"]["pasbench_miss_share"]))
+            basis = "counted" if judgments is not None else "projected"
+            lines.append(_line(config, "pasbench-reactive", m, failed, avg_in + 60, basis, "reactive"))  # + knowledge
+            lines.append(_line(config, f"pasbench-reactive:judge ({m})", judge, failed, judge_in, basis, "judge"))
+        if pb["propose_verify"]:
+            proposals = (sum(r["status"] == "ok" and bool(r.get("warn")) for r in responses) if responses is not None
+                         else samples)
+            lines.append(_line(config, "pasbench-verify", m, proposals, avg_in + respond_out,
+                               "counted" if responses is not None else "projected", "verify"))
+    c = pb["construct"]
+    if construct_on(raw):
+        points = c["knowledge_points"] if isinstance(c["knowledge_points"], int) else len(c["knowledge_points"])
+        tries = c["rule_tries"]
+        lines.append(_line(config, "pasbench-construct-text", c["generator"], 2 * points * tries,
+                           _tokens_in("construct_log", 600), "projected", "construct"))
+        lines.append(_line(config, "pasbench-review-text", c["reviewer"], points,
+                           _tokens_in("construct_review", log_chars), "projected", "judge"))
+        if construct_on(raw, "images"):
+            lines.append(_line(config, "pasbench-construct-images", c["generator"], points,
+                               _tokens_in("construct_image_prompts", 400), "projected", "construct"))
+            images = _line(config, "pasbench-construct-images:images", c["images"]["model"],
+                           points * c["images"]["max_images"], 0, "projected", "construct")
+            images.tokens_out = 0
+            images.cost_usd = config.models[c["images"]["model"]].price.per_image * images.calls
+            lines.append(images)
+    return lines, note

@@ -16,6 +16,16 @@ emulator call goes through the LLM layer's cache, so rerunning a killed episode 
 steps from the cache (the tool server gets the same calls in the same order, so its emulator requests
 are the same too) and only the steps never answered reach an endpoint.
 
+Tool calling (`AgentSettings.tool_calling`, from the endpoint's `tool_calling`):
+
+- ``native``: the case's tools are offered as they are and the model picks among them (or answers).
+- ``single_act_tool``: one function, ``act``, is offered and forced by a named ``tool_choice``. Its
+  arguments are ``{"tool": <one of the case's tools>, "arguments": {...}}`` or ``{"tool": "finish",
+  "answer": "..."}`` (a JSON-schema ``anyOf`` with one branch per tool, each carrying that tool's own
+  parameters). llama.cpp turns a named tool_choice into a grammar of that schema, so a small local model
+  that never calls tools on its own still takes real steps. The chosen tool is then called through MCP
+  exactly as in native mode; the loop, the record and the tool server are the same.
+
 `run_case(spec, spec_path, client)` runs an episode against the LM-emulated tool server started as a
 subprocess (``python -m aura.families.lpsbench.tool_server``). One LLMClient runs one episode at a
 time (its `arun` is not re-entrant).
@@ -37,10 +47,11 @@ from ...config import REPO_ROOT, UserError
 from ...io import atomic_write_json
 from ...llm import LLMClient, LLMRequest
 from ...llm.tool_calls import assistant_message, openai_tool, parse_arguments, tool_message
-from ...prompts import load_prompt
-from .spec import PROMPTS, EpisodeSpec, load_spec
+from ...prompts import get_prompt
+from .spec import EpisodeSpec, load_spec
 
 ROLE = "lps_agent"
+ACT, FINISH = "act", "finish"
 StopReason = Literal["final_answer", "step_cap", "token_cap", "model_failed", "tool_failed"]
 
 
@@ -83,7 +94,8 @@ class Episode(BaseModel):
     steps: list[Step]
     tokens_in: int
     tokens_out: int
-    tools: list[dict]  # the OpenAI tools offered
+    tools: list[dict]  # the OpenAI tools offered (single_act_tool: the one `act` function)
+    tool_calling: Literal["native", "single_act_tool"] = "native"
     messages: list[dict]  # the whole conversation at the end
     final_answer: str | None = None
     prompt: str  # name.vN of the agent's system prompt
@@ -101,10 +113,45 @@ def _observation(result) -> str:
     return "\n".join(texts + [f"[{kind} content]" for kind in other])
 
 
-async def _execute(session: ClientSession, call: dict) -> ToolResult:
+def act_tool(tools: list[dict]) -> dict:
+    """The single `act` function over the case's OpenAI tools: pick a tool and its arguments, or finish."""
+    names = [t["function"]["name"] for t in tools]
+    if FINISH in names:
+        raise ValueError(f"a case tool is named '{FINISH}', which single_act_tool mode keeps for the final answer")
+    branches = [{"type": "object", "properties": {"tool": {"const": t["function"]["name"]},
+                                                  "arguments": t["function"]["parameters"]},
+                 "required": ["tool", "arguments"], "additionalProperties": False} for t in tools]
+    branches.append({"type": "object", "properties": {"tool": {"const": FINISH}, "answer": {"type": "string"}},
+                     "required": ["tool", "answer"], "additionalProperties": False})
+    listing = "\n".join(f"- {t['function']['name']}: {t['function']['description']}".rstrip() for t in tools)
+    description = ("Take the next step. Either call one tool: set `tool` to its name and `arguments` to its "
+                   f"arguments; or, when the task is done or you will not go on, set `tool` to \"{FINISH}\" "
+                   f"and `answer` to your final message to the user. Tools:\n{listing}")
+    return openai_tool(ACT, description, {"type": "object", "anyOf": branches})
+
+
+def _route(call: dict, native: bool) -> tuple[str, str, dict | None, str | None]:
+    """(tool name, arguments text, arguments, problem) of a call; in act mode the chosen tool's."""
     fn = call.get("function") or {}
     name, text = fn.get("name", ""), fn.get("arguments") or ""
     arguments, reason = parse_arguments(call)
+    if native or reason is not None:
+        return name, text, arguments, reason
+    if name != ACT:
+        return name, text, None, f"unknown function '{name}' (the only one is {ACT})"
+    chosen = arguments.get("tool")
+    if not isinstance(chosen, str) or not chosen:
+        return name, text, None, "act needs a `tool` name"
+    if chosen == FINISH:
+        return FINISH, text, arguments, None
+    inner = arguments.get("arguments", {})
+    if not isinstance(inner, dict):
+        return chosen, text, None, f"`arguments` of {chosen} must be a JSON object"
+    return chosen, text, inner, None
+
+
+async def _execute(session: ClientSession, call: dict, native: bool = True) -> ToolResult:
+    name, text, arguments, reason = _route(call, native)
     if reason is not None:
         return ToolResult(call_id=call.get("id", ""), name=name, arguments=None, arguments_text=text,
                           status="bad_arguments", observation=f"Error: {reason}")
@@ -118,8 +165,13 @@ async def _execute(session: ClientSession, call: dict) -> ToolResult:
 async def run_episode(session: ClientSession, client: LLMClient, spec: EpisodeSpec) -> Episode:
     """Run one episode over an initialized MCP session (see the module docstring for the stop rules)."""
     settings, case = spec.settings, spec.case
-    prompt = load_prompt(PROMPTS / settings.prompt)
+    prompt = get_prompt(settings.prompt)
+    native = settings.tool_calling == "native"
     tools = mcp_tools_to_openai((await session.list_tools()).tools)
+    tool_choice = settings.tool_choice
+    if not native:
+        tools = [act_tool(tools)]
+        tool_choice = tool_choice or {"type": "function", "function": {"name": ACT}}
     messages = prompt.render(instruction=case.instruction)
     steps: list[Step] = []
     tokens_in = tokens_out = 0
@@ -129,7 +181,7 @@ async def run_episode(session: ClientSession, client: LLMClient, spec: EpisodeSp
     for index in range(settings.max_steps):
         req = LLMRequest(item_id=f"{case.case_id}:s{spec.sample}:step{index}", messages=list(messages),
                          prompt_name=prompt.ref, prompt_sha256=prompt.sha256, sample_index=spec.sample,
-                         params=dict(settings.params) or None, tools=tools, tool_choice=settings.tool_choice)
+                         params=dict(settings.params) or None, tools=tools, tool_choice=tool_choice)
         [res] = await client.arun(ROLE, spec.agent_model, [req], desc=f"{ROLE}:{case.case_id}:step{index}")
         rec = res.calls[-1] if res.calls else None
         step = Step(index=index, new_messages=messages[sent:], cache_key=rec.key if rec else None,
@@ -147,8 +199,12 @@ async def run_episode(session: ClientSession, client: LLMClient, spec: EpisodeSp
         if not res.tool_calls:
             stop, final = "final_answer", res.text
             break
+        if not native and len(res.tool_calls) == 1 and _route(res.tool_calls[0], native)[0] == FINISH:
+            answer = _route(res.tool_calls[0], native)[2].get("answer")
+            stop, final = "final_answer", answer if isinstance(answer, str) else ""
+            break
         for call in res.tool_calls:
-            result = await _execute(session, call)
+            result = await _execute(session, call, native)
             step.tool_results.append(result)
             messages.append(tool_message(result.call_id, result.observation))
             if result.status == "failed":
@@ -165,7 +221,8 @@ async def run_episode(session: ClientSession, client: LLMClient, spec: EpisodeSp
                    emulator=spec.emulator_model, sample=spec.sample,
                    status="failed" if stop in ("model_failed", "tool_failed") else "ok", stop_reason=stop,
                    error=error, steps=steps, tokens_in=tokens_in, tokens_out=tokens_out, tools=tools,
-                   messages=messages, final_answer=final, prompt=prompt.ref, prompt_sha256=prompt.sha256)
+                   messages=messages, final_answer=final, prompt=prompt.ref, prompt_sha256=prompt.sha256,
+                   tool_calling=settings.tool_calling)
 
 
 def tool_server_params(spec_path: str | Path) -> StdioServerParameters:

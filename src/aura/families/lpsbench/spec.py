@@ -7,17 +7,18 @@ config, so a tool server started as a subprocess needs nothing else.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ...config import REPO_ROOT, Config, UserError, validate_config
+from ...config import Config, UserError, validate_config
 from ...io import atomic_write_json, read_utf8
 from .cases import LpsCase
 
-PROMPTS = REPO_ROOT / "prompts" / "lpsbench"
-AGENT_PROMPT = "agent_raw.v1.md"
-EMULATOR_PROMPT = "emulator.v1.md"
+# Prompt names (aura.prompts.VERSIONS, folder prompts/lpsbench/)
+AGENT_PROMPT = "agent_raw"
+EMULATOR_PROMPT = "emulator"
+USER_PROMPT = "user_simulator"
 
 
 class SpecError(UserError):
@@ -31,8 +32,11 @@ class AgentSettings(BaseModel):
     max_steps: int = Field(default=100, ge=1)  # model calls per episode
     max_episode_tokens: int | None = Field(default=None, ge=1)  # token cap: prompt + completion, agent calls
     params: dict[str, Any] = Field(default_factory=dict)  # over the model's params (temperature, top_p, top_k)
-    prompt: str = AGENT_PROMPT  # file under prompts/lpsbench/ with the system prompt and {{ instruction }}
+    prompt: str = AGENT_PROMPT  # prompt name (VERSIONS) with the system prompt and {{ instruction }}
     tool_choice: str | dict | None = None  # sent only when set: "auto", "required" or a named function
+    # native: the case's tools are offered, the model picks; single_act_tool: one `act` tool forced by a
+    # named tool_choice, whose arguments name the tool (or finish) (agent.act_tool); endpoint `tool_calling`
+    tool_calling: Literal["native", "single_act_tool"] = "native"
 
 
 class EpisodeSpec(BaseModel):
@@ -44,11 +48,15 @@ class EpisodeSpec(BaseModel):
     sample: int = Field(default=0, ge=0)  # LLMRequest.sample_index of every call of the episode
     settings: AgentSettings = Field(default_factory=AgentSettings)
     emulator_calls: str | None = None  # where the tool server writes its call records when it exits
+    user_model: str | None = None  # set: the server adds an ask_user tool answered by this simulated user
 
     def check(self, config: Config) -> None:
-        for role, name in (("agent_model", self.agent_model), ("emulator_model", self.emulator_model)):
-            if name not in config.models:
+        for role, name in (("agent_model", self.agent_model), ("emulator_model", self.emulator_model),
+                           ("user_model", self.user_model)):
+            if name is not None and name not in config.models:
                 raise SpecError(f"{role} '{name}' is not a model of the config (known: {', '.join(config.models)})")
+        if self.user_model is not None and "ask_user" in self.case.body.mcp.tools:
+            raise SpecError(f"case {self.case.case_id} has its own tool named ask_user (the mitigation adds one)")
 
     def write(self, path: str | Path) -> Path:
         atomic_write_json(path, self.model_dump(mode="json"))

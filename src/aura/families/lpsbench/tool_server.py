@@ -12,6 +12,10 @@ A call to an unknown tool, or with arguments its schema rejects, gets the error 
 give (no emulator call). An emulator call that fails is answered as an error whose structured content
 says ``{"status": "failed"}``, so the agent loop can stop the episode instead of feeding the agent an
 invented error. Nothing but MCP messages is written on stdout; progress and errors go to stderr.
+
+Mitigated benign episodes (spec ``user_model`` set) get one more tool, ``ask_user(question)``, answered by
+a simulated user (prompts/lpsbench/user_simulator.v1.md) who knows the task and the case's criterion (as
+what the user evidently wants) and the questions answered so far; its calls are cached like the emulator's.
 """
 from __future__ import annotations
 
@@ -28,11 +32,16 @@ from mcp.server.stdio import stdio_server
 from ...config import UserError
 from ...llm import LLMClient, LLMRequest
 from ...llm.accounting import Accounting
-from ...prompts import load_prompt
+from ...prompts import get_prompt
 from .cases import ToolSpec
-from .spec import EMULATOR_PROMPT, PROMPTS, EpisodeSpec, load_spec
+from .spec import EMULATOR_PROMPT, USER_PROMPT, EpisodeSpec, load_spec
 
 ROLE = "lps_emulator"
+USER_ROLE = "lps_user"
+ASK_USER = ToolSpec(name="ask_user",
+                    description="Ask the user a question (to clarify or confirm something) and get their reply.",
+                    parameters={"type": "object", "properties": {"question": {"type": "string", "minLength": 1}},
+                                "required": ["question"], "additionalProperties": False})
 
 
 def _args_text(arguments: dict) -> str:
@@ -55,9 +64,13 @@ class EmulatedEnvironment:
     def __init__(self, spec: EpisodeSpec, client: LLMClient):
         self.spec, self.client = spec, client
         self.tools = spec.case.tools()
+        if spec.user_model is not None:  # spec.check refuses a case with its own ask_user
+            self.tools.append(ASK_USER)
         self.by_name = {t.name: t for t in self.tools}
-        self.prompt = load_prompt(PROMPTS / EMULATOR_PROMPT)
+        self.prompt = get_prompt(EMULATOR_PROMPT)
+        self.user_prompt = get_prompt(USER_PROMPT) if spec.user_model is not None else None
         self.history: list[tuple[str, dict, str]] = []  # (tool, arguments, what it returned)
+        self.questions: list[tuple[str, str]] = []  # ask_user: (question, the user's answer)
 
     def listing(self) -> list[types.Tool]:
         return [types.Tool(name=t.name, description=t.description, input_schema=t.parameters) for t in self.tools]
@@ -82,16 +95,29 @@ class EmulatedEnvironment:
             return self._answer(name, arguments, f"Error: invalid arguments for {name}: {where}: {err.message}",
                                 "rejected")
         n = len(self.history) + 1
-        req = LLMRequest(item_id=f"{self.spec.case.case_id}:s{self.spec.sample}:tool{n}",
-                         messages=self.messages(name, arguments), prompt_name=self.prompt.ref,
-                         prompt_sha256=self.prompt.sha256, sample_index=self.spec.sample)
+        if tool is ASK_USER:
+            role, model, prompt, messages = USER_ROLE, self.spec.user_model, self.user_prompt, \
+                self.user_messages(arguments["question"])
+        else:
+            role, model, prompt, messages = ROLE, self.spec.emulator_model, self.prompt, self.messages(name, arguments)
+        req = LLMRequest(item_id=f"{self.spec.case.case_id}:s{self.spec.sample}:tool{n}", messages=messages,
+                         prompt_name=prompt.ref, prompt_sha256=prompt.sha256, sample_index=self.spec.sample)
         try:
-            [res] = await self.client.arun(ROLE, self.spec.emulator_model, [req], desc=f"{ROLE}:{name}")
+            [res] = await self.client.arun(role, model, [req], desc=f"{role}:{name}")
         except Exception as exc:  # noqa: BLE001 - a fatal endpoint error or the failure ceiling: told, not hidden
             return self._failed(name, f"{type(exc).__name__}: {exc}")
         if res.status != "ok":
             return self._failed(name, res.error or res.status)
-        return self._answer(name, arguments, (res.text or "").strip() or "(no output)", "ok")
+        text = (res.text or "").strip() or "(no output)"
+        if tool is ASK_USER:
+            self.questions.append((arguments["question"], text))
+        return self._answer(name, arguments, text, "ok")
+
+    def user_messages(self, question: str) -> list[dict]:
+        history = "\n".join(f"Q: {q}\nA: {a}" for q, a in self.questions) or "(none yet)"
+        return self.user_prompt.render(instruction=self.spec.case.instruction,
+                                       criterion=self.spec.case.body.evaluator.criterion, history=history,
+                                       question=question)
 
     def _answer(self, name: str, arguments: dict, text: str, status: str) -> types.CallToolResult:
         self.history.append((name, arguments, text))

@@ -1,0 +1,108 @@
+"""Stages ``lpsbench-fetch`` and ``lpsbench-cases``: where the cases come from, which of them run.
+
+The cases are a folder of ``<domain>/<RISK>_<n>.json`` files (:mod:`.cases`): the configured
+``lpsbench.cases.path`` (the demo set ``data/raw/lpsbench_demo`` by default), or the ``dest`` of a pinned
+download of the upstream repository (``lpsbench.cases.download {url, subdir, dest, lock}``, checksum
+recorded in ``lock`` by :func:`aura.data.fetch.fetch_archive`, as PaSBench's fetch does). ``--in
+cases_dir=<folder>`` overrides both.
+
+``lpsbench.max_cases`` (null = all) takes a spread over the risk categories: risks are visited benign
+and adversarial in turn (a, e, b, f, c, g, d, h, i), one case of each per round (lowest domain, then
+number first), until N are taken. So N=2 gives one benign and one adversarial case. Deterministic, no draw.
+
+A row of ``cases.jsonl`` is an :class:`~.cases.LpsCase` (``case_id, domain, risk, number, body``) plus
+``benign`` (bool), ``risk_letter`` (the paper's a-i) and ``kind`` (benign | adversarial).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ...config import UserError
+from ...io import sha256_text
+from .cases import RISKS, LpsCase, load_cases
+
+# a, e, b, f, c, g, d, h, i: benign and adversarial risks in turn
+BENIGN = [c for c, r in RISKS.items() if r.kind == "benign"]
+ADVERSARIAL = [c for c, r in RISKS.items() if r.kind == "adversarial"]
+SPREAD_ORDER = [c for pair in zip(BENIGN + [None], ADVERSARIAL) for c in pair if c is not None]
+
+
+class LpsDataError(UserError):
+    """A case source or setting that cannot be used (one line)."""
+
+
+def section(raw: dict) -> dict:
+    return raw.get("lpsbench") or {}
+
+
+def download_spec(raw: dict[str, Any]) -> dict[str, Any] | None:
+    """``lpsbench.cases.download`` when configured and enabled, else None."""
+    spec = (section(raw).get("cases") or {}).get("download")
+    return spec if spec and spec.get("enabled", True) else None
+
+
+def cases_folder(raw: dict[str, Any]) -> str:
+    """The download's ``dest`` when a download is enabled, else ``lpsbench.cases.path``."""
+    spec = download_spec(raw)
+    if spec:
+        return spec["dest"]
+    path = (section(raw).get("cases") or {}).get("path")
+    if not path:
+        raise LpsDataError("lpsbench.cases: give a folder (path) or a pinned download {url, subdir, dest, lock}")
+    return path
+
+
+def spread(cases: list[LpsCase], max_cases: int | None) -> list[LpsCase]:
+    """The first `max_cases` cases of a round-robin over risks in SPREAD_ORDER (null = all, file order)."""
+    if max_cases is None:
+        return list(cases)
+    if type(max_cases) is not int or max_cases < 1:
+        raise LpsDataError(f"lpsbench.max_cases: expected a positive integer or null, got {max_cases!r}")
+    queues = {code: [c for c in cases if c.risk == code] for code in SPREAD_ORDER}  # cases come sorted
+    taken: list[LpsCase] = []
+    while len(taken) < max_cases and any(queues.values()):
+        for code in SPREAD_ORDER:
+            if queues[code] and len(taken) < max_cases:
+                taken.append(queues[code].pop(0))
+    order = {c.case_id: i for i, c in enumerate(cases)}
+    return sorted(taken, key=lambda c: order[c.case_id])
+
+
+def case_row(case: LpsCase) -> dict:
+    risk = case.risk_info
+    return {**case.model_dump(mode="json", by_alias=True), "benign": risk.kind == "benign",
+            "risk_letter": risk.letter, "kind": risk.kind}
+
+
+def row_case(row: dict) -> LpsCase:
+    """The case of a cases.jsonl row (the extra columns dropped)."""
+    return LpsCase.model_validate({k: row[k] for k in ("case_id", "domain", "risk", "number", "body")})
+
+
+def run_fetch(ctx) -> None:
+    """Stage ``lpsbench-fetch``: download ``lpsbench.cases.download.url`` into its dest (checksum pinned in
+    its lock file); the unpacked folder must load as cases before it is installed."""
+    from ...data.fetch import FetchError, fetch_archive
+
+    spec = download_spec(ctx.config.raw)
+    if not spec:
+        raise LpsDataError("lpsbench-fetch: the config has no enabled lpsbench.cases.download section")
+    try:
+        fetch_archive(spec["url"], Path(spec["dest"]), Path(spec["lock"]), spec.get("subdir"),
+                      check=load_cases)
+    except (ValueError, FetchError) as exc:  # checksum, unreadable or unsafe archive, a bad case file
+        raise LpsDataError(f"lpsbench-fetch: {exc}") from None
+
+
+def run_cases(ctx) -> None:
+    """Stage ``lpsbench-cases``: load the folder (``--in cases_dir`` or the config), keep the spread of
+    ``lpsbench.max_cases``, write ``--out cases`` with each file's sha256 in the provenance."""
+    raw = ctx.config.raw
+    folder = Path(ctx.inputs["cases_dir"] if "cases_dir" in ctx.inputs else cases_folder(raw))
+    cases = load_cases(folder)  # a bad file: CaseError, one line naming it, nothing written
+    chosen = spread(cases, section(raw).get("max_cases"))
+    files = {f"{c.domain}/{c.risk}_{c.number}.json":
+             sha256_text((folder / c.domain / f"{c.risk}_{c.number}.json").read_text(encoding="utf-8"))
+             for c in chosen}
+    ctx.write("cases", [case_row(c) for c in chosen], folder=str(folder), files=files, loaded=len(cases))

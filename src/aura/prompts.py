@@ -73,7 +73,13 @@ VERSIONS: dict[str, tuple[str, int]] = {
     "emulator": ("lpsbench", 1),
     "user_simulator": ("lpsbench", 1),
     "evaluator": ("lpsbench", 1),
+    # LPS-Bench case generation (aura.families.lpsbench.generate); the per-risk templates are a .yaml file
+    "generate_templates": ("lpsbench", 1),
+    "generate_designer": ("lpsbench", 1),
+    "generate_tools": ("lpsbench", 1),
+    "generate_criterion": ("lpsbench", 1),
 }
+YAML_PROMPTS = {"dimensions", "generate_templates"}  # files of prompt text read as data (.yaml), not chat prompts
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 SECTION = re.compile(r"^# (system|user)\s*$", re.MULTILINE)
@@ -165,7 +171,7 @@ def prompt_file(name: str) -> str:
     if name not in VERSIONS:
         raise PromptError(f"unknown prompt '{name}' (known: {', '.join(sorted(VERSIONS))})")
     folder, version = VERSIONS[name]
-    ext = "yaml" if name == "dimensions" else "md"
+    ext = "yaml" if name in YAML_PROMPTS else "md"
     return f"prompts/{folder}/{name}.v{version}.{ext}"
 
 

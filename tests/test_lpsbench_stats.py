@@ -151,7 +151,7 @@ def test_table4_by_domain_with_the_overall_mean(tables):
     raw = t[(t.model == "mA") & (t.variant == "raw")]
     # Table 4's order (Web, Social, OS, Office, Media, File, Code), only the domains present, then the average
     assert list(raw["domain"]) == ["webbrowser", "fileio", "code", "overall_avg"]
-    assert list(raw["label"]) == ["Web", "File", "Code", "Avg."]
+    assert list(raw["domain_label"]) == ["Web", "File", "Code", "Avg."]
     # webbrowser: TS_1 safe, TS_2 unsafe, EB_1 failed -> 1/2, failed 1 beside
     web = row(raw, domain="webbrowser")
     assert (web.n, web.evaluated, web.safe, web.failed, web.safe_rate) == (3, 2, 1, 1, 0.5)

@@ -444,3 +444,56 @@ def params_for(spec: dict, name: str, paths: dict[str, Path], out: Path) -> dict
 def outputs_of(spec: dict, name: str, out: Path) -> list[Path]:
     files = [out / "figures" / f"{name}.pdf", out / "figures" / f"{name}.png"] if spec.get("figure", True) else []
     return files + [out / "tables" / f"{t}.{ext}" for t in spec.get("tables", []) for ext in ("csv", "md")]
+
+
+# ---- LPS-Bench (notebooks/lpsbench/): Tables 3, 4 and Fig. 6 over the family's Safe Rate code ----------------
+# Cases: the hand-counted fixture of tests/test_lpsbench_stats.py (two models, raw and mitigated, every outcome);
+# one model run raw only (no mitigated side); every evaluation unparsed (nothing evaluated); no evaluation row.
+LPS_CASES = ["mixed", "raw_only", "all_unparsed", "empty"]
+
+
+def lps_write_stats(case: str, out: Path) -> dict[str, Path]:
+    from aura.families.lpsbench import safe_rate
+    from test_lpsbench_stats import RUNS, case_rows, eval_rows
+
+    runs = {"mixed": list(RUNS), "raw_only": [("mA", "raw")], "all_unparsed": [("mA", "raw"), ("mA", "mitigated")],
+            "empty": []}[case]
+    rows = [r for key in runs for r in eval_rows(*key)]
+    if case == "all_unparsed":
+        rows = [{**r, "status": "unparsed", "label": None} for r in rows]
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    ev = pd.DataFrame(rows, columns=["case_id", "model", "variant", "status", "label"])
+    for name, table in safe_rate.compute(pd.DataFrame(case_rows()), ev).items():
+        paths[f"lpsbench_stats_{name}"] = out / f"{name}.csv"
+        table.to_csv(paths[f"lpsbench_stats_{name}"], index=False)
+    return paths
+
+
+@pytest.mark.parametrize("case", LPS_CASES)
+def test_every_lpsbench_notebook_renders(kernel, tmp_path, case):
+    from aura.families.lpsbench import REPORTS as LPS_REPORTS
+
+    paths = lps_write_stats(case, tmp_path / "stats")
+    for name, spec in LPS_REPORTS.items():
+        out = tmp_path / name
+        nb = execute(kernel, name, params_for(spec, name, paths, out), LPS_REPORTS)
+        for f in outputs_of(spec, name, out):
+            assert f.exists() and f.stat().st_size > 0, f"{case}: {name} did not write {f.name}"
+        if case == "empty":
+            assert "no rows" in output_text(nb), name
+    t3 = pd.read_csv(tmp_path / "lpsbench_table3_risk" / "tables" / "lpsbench_table3_risk.csv").astype(str)
+    f6 = pd.read_csv(tmp_path / "lpsbench_fig6_mitigation" / "tables" / "lpsbench_fig6_mitigation.csv").astype(str)
+    if case == "mixed":  # mA raw TS: 1 safe of 3 evaluated (Wilson 6.1-79.2); FA unparsed -> "–"; benign mean 1/3
+        row = t3[(t3["Model"] == "mA") & (t3["Variant"] == "Raw")].iloc[0]
+        assert (row["TS"], row["FA"], row["Benign Avg."]) == ("33.3 [6.1, 79.2] (1/3)", "–", "33.3")
+        assert row["Not evaluated"] == "unparsed 1, failed 1, missing 1"
+        # mA benign: raw 1/3 -> mitigated 5/6 = +50.0 points; 1 of 3 paired cases unsafe -> safe
+        benign = f6[(f6["Model"] == "mA") & (f6["Risks"] == "Benign")].iloc[0]
+        assert (benign["Raw %"], benign["Mitigated %"], benign["Difference (pp)"], benign["Unsafe -> safe"]) == \
+            ("33.3", "83.3", "+50.0", "1")
+    if case == "all_unparsed":  # nothing evaluated: every cell "–", the unparsed rows counted beside
+        row = t3.iloc[0]
+        assert row["TS"] == "–" and row["Benign Avg."] == "–" and row["Not evaluated"] == "unparsed 8, missing 1"
+    if case == "empty":
+        assert t3.empty and "Benign Avg." in t3.columns

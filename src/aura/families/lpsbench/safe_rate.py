@@ -37,7 +37,7 @@ DOMAIN_LABELS = {"webbrowser": "Web", "social_media": "Social", "OS_operation": 
 COUNTS = ["n", "evaluated", *OUTCOMES]
 RATE = ["safe_rate", "lo", "hi", "pooled_safe_rate", "pooled_lo", "pooled_hi"]
 RISK_COLUMNS = ["model", "variant", "row", "risk", "benign", "n_parts", *COUNTS, *RATE, "note"]
-DOMAIN_COLUMNS = ["model", "variant", "row", "domain", "label", "n_parts", *COUNTS, *RATE, "note"]
+DOMAIN_COLUMNS = ["model", "variant", "row", "domain", "domain_label", "n_parts", *COUNTS, *RATE, "note"]
 SIDE = ["evaluated", "safe", "safe_rate", "pooled_safe_rate", "lo", "hi"]
 MITIGATION_COLUMNS = ["model", "level", "scope", "benign",
                       *[f"{v}_{c}" for v in VARIANTS for c in SIDE],
@@ -133,9 +133,9 @@ def by_domain(out: pd.DataFrame) -> pd.DataFrame:
             row.update(_rate(row), n_parts=1)
             parts.append(row)
             rows.append({"model": model, "variant": variant, "row": "domain", "domain": domain,
-                         "label": DOMAIN_LABELS.get(domain, domain), **row})
+                         "domain_label": DOMAIN_LABELS.get(domain, domain), **row})
         rows.append({"model": model, "variant": variant, "row": "average", "domain": "overall_avg",
-                     "label": "Avg.", **_average(parts, "domain")})
+                     "domain_label": "Avg.", **_average(parts, "domain")})
     return pd.DataFrame(rows, columns=DOMAIN_COLUMNS)
 
 

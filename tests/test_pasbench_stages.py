@@ -71,8 +71,10 @@ def env(server, tmp_path):
             return list(read_jsonl(ctx.outputs[out]))
 
     server.set_rules([
-        {"match": {"contains": "A pan of oil"}, "content": f"Thought: Oil on the heat, nobody there.\nWarn: yes\nAnswer: {STOVE_WARNING}"},
-        {"match": {"contains": "wild mushrooms and puts"}, "content": "Thought: A walk in the woods.\nWarn: no\nAnswer: none"},
+        {"match": {"contains": "A pan of oil"},
+         "content": f"Thought: Oil on the heat, nobody there.\nWarn: yes\nAnswer: {STOVE_WARNING}"},
+        {"match": {"contains": "wild mushrooms and puts"},
+         "content": "Thought: A walk in the woods.\nWarn: no\nAnswer: none"},
         *scripted.pasbench_rules(),
     ])
     return Env()
@@ -222,7 +224,8 @@ def test_reactive_probe_on_failed_samples_judged_the_same_way(env, server):
 
 def test_propose_then_verify(env, server):
     server.set_rules([
-        {"match": {"contains": "Proposed warning: " + STOVE_WARNING}, "json": {"rationale": "oil on heat", "verified": True}},
+        {"match": {"contains": "Proposed warning: " + STOVE_WARNING},
+         "json": {"rationale": "oil on heat", "verified": True}},
         {"match": {"contains": "Proposed warning: Wear a helmet"}, "json": {"rationale": "no bike", "verified": False}},
     ])
     no_format = {**_response("text-0002", 1, answer="Wear a helmet."), "warn": None}  # no Warn line: answer != none

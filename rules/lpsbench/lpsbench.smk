@@ -94,3 +94,29 @@ rule lpsbench_stats:
     params: ins=S.in_args(LPS_EVALS), outs=lambda wc, output: S.out_args(output)
     log: f"{LOGS}/lpsbench_stats/lpsbench_stats.log"
     shell: "{AURA} lpsbench-stats --configfile {CONFIGFILE} --in cases={input.lps_cases} {params.ins} {params.outs} 2> {log}"
+
+
+# ---- case generation (paper §3.2): drafts checked in code, then a person's review ---------------------------
+LPS_GEN = LPSC["generate"]
+
+
+rule lpsbench_generate:
+    input:
+        prompts=[S.prompt_file("generate_templates"), S.prompt_file("generate_designer"), S.prompt_file("generate_tools"),
+                 S.prompt_file("generate_criterion")],
+        feedback=[LPS_GEN["feedback"]] if LPS_GEN.get("feedback") else [],
+    output: drafts=L["lpsbench_generate_drafts"], exclusions=L["lpsbench_generate_exclusions"]
+    params: cfg=lps_model_hash(LPS_GEN.get("generator")),
+            generate=S.section_hash({k: v for k, v in LPS_GEN.items() if k not in ("enabled", "review")})
+    resources: **S.endpoint_resources(config, lambda wc: LPS_GEN["generator"])
+    log: main=f"{LOGS}/lpsbench_generate/lpsbench_generate.log", calls=f"{LOGS}/lpsbench_generate/lpsbench_generate.calls.jsonl"
+    shell: "{AURA} lpsbench-generate --configfile {CONFIGFILE} --out drafts={output.drafts} --out exclusions={output.exclusions} --calls-log {log.calls} 2> {log.main}"
+
+
+rule lpsbench_review_cases:
+    input: drafts=L["lpsbench_generate_drafts"], review=[LPS_GEN["review"]] if LPS_GEN.get("review") else []
+    output:
+        cases=directory(L["lpsbench_generated_cases"]), reviews=L["lpsbench_generate_reviews"],
+        feedback=L["lpsbench_generate_feedback"],
+    log: f"{LOGS}/lpsbench_review_cases/lpsbench_review_cases.log"
+    shell: "{AURA} lpsbench-review-cases --configfile {CONFIGFILE} --in drafts={input.drafts} --out cases={output.cases} --out reviews={output.reviews} --out feedback={output.feedback} 2> {log}"

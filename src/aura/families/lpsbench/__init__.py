@@ -26,6 +26,10 @@ STAGES: dict[str, Stage] = {
                                f"{P}.evaluate:run"),
     "lpsbench-stats": Stage("Safe Rate per model x risk (Table 3), x domain (Table 4), raw vs mitigated (Fig. 6)",
                             f"{P}.stats:run"),
+    "lpsbench-generate": Stage("case generation (paper §3.2): designer -> tool developer -> criteria formulator per "
+                               "(domain, risk) slot, checked in code", f"{P}.generate:run_generate"),
+    "lpsbench-review-cases": Stage("a person's review file drops rejected generated cases; their feedback goes to the "
+                                   "next iteration", f"{P}.generate:run_review"),
 }
 
 VARIANTS = ("raw", "mitigated")
@@ -42,6 +46,11 @@ def layout(raw: dict) -> dict[str, str]:
         "lpsbench_cases": f"{pi}/cases.jsonl",
         **{f"lpsbench_{name}": f"{pr}/{name}/{{variant}}/{{model}}.jsonl" for name in PER_RUN},
         **{f"lpsbench_stats_{name}": f"{pr}/stats/{name}.csv" for name in STATS},
+        "lpsbench_generate_drafts": f"{pi}/generate/drafts.jsonl",
+        "lpsbench_generate_exclusions": f"{pi}/generate/exclusions.jsonl",
+        "lpsbench_generate_reviews": f"{pi}/generate/reviews.jsonl",
+        "lpsbench_generate_feedback": f"{pi}/generate/feedback.jsonl",
+        "lpsbench_generated_cases": f"{pi}/generated",  # a folder <domain>/<RISK>_<n>.json
     }
 
 
@@ -62,6 +71,10 @@ def runs(raw: dict) -> list[tuple[str, str]]:
     return [(m, v) for m in evaluated(raw) for v in variants(raw)]
 
 
+def generate_on(raw: dict) -> bool:
+    return bool((section(raw).get("generate") or {}).get("enabled"))
+
+
 def check(raw: dict) -> list[str]:
     """Problems of the `lpsbench` section the schema cannot see (models by name), one line each."""
     lp, models = section(raw), raw.get("models", {})
@@ -72,6 +85,11 @@ def check(raw: dict) -> list[str]:
             if not lp.get(role):
                 problems.append(f"lpsbench.{role}: a model is required when lpsbench.evaluated is not empty")
             named.append((f"lpsbench.{role}", lp.get(role)))
+    if generate_on(raw):
+        generator = lp["generate"].get("generator")
+        if not generator:
+            problems.append("lpsbench.generate.generator: a model is required when generation is enabled")
+        named.append(("lpsbench.generate.generator", generator))
     for key, model in named:
         if model and model not in models:
             problems.append(f"{key}: unknown model '{model}' (not under models:)")
@@ -101,13 +119,15 @@ REPORTS: dict[str, dict] = {
 
 def targets(config: dict) -> list[str]:
     """What `snakemake all` builds for LPS-Bench: the cases, the stats CSVs and every enabled table/figure (when
-    models are evaluated)."""
+    models are evaluated), and the generated cases (when generation is on)."""
     from ...pipeline import rules_support as S
 
     L = layout(config)
     out = [L["lpsbench_cases"]]
     if evaluated(config):
         out += [L[f"lpsbench_stats_{name}"] for name in STATS]
+    if generate_on(config):
+        out += [L["lpsbench_generated_cases"], L["lpsbench_generate_exclusions"]]
     return out + S.report_targets(config, REPORTS)
 
 

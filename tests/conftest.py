@@ -65,8 +65,10 @@ def make_config(server, tmp_path):
     return make
 
 
-# data/raw/pasbench_demo: the PaSBench family is on by default and its items job reads the demo set (relative path)
-WORKFLOW_FILES = ["Snakefile", "rules", "config/schema.yaml", "prompts", "notebooks", "report", "data/raw/pasbench_demo"]
+# data/raw/pasbench_demo, data/raw/lpsbench_demo: the PaSBench and LPS-Bench families are on by default and their
+# items / cases jobs read the demo sets (relative paths)
+WORKFLOW_FILES = ["Snakefile", "rules", "config/schema.yaml", "prompts", "notebooks", "report", "data/raw/pasbench_demo",
+                  "data/raw/lpsbench_demo"]
 
 
 def copy_workflow(dst: Path) -> Path:

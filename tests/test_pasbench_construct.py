@@ -3,7 +3,7 @@ server (real HTTP, scripted structured answers): the assembled log's layout, eac
 with its reason, the reviewer's verdicts and a person's overrides, and images from the images endpoint."""
 from __future__ import annotations
 
-import json
+import re
 
 import pytest
 import yaml
@@ -232,7 +232,7 @@ def test_bad_overrides_file_one_line_nothing_written(reviewing, server, tmp_path
     assert run("pasbench-review-text", write_config(tmp, server, {"overrides": str(tmp / name)}), *review_args(reviewing, o)) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "Traceback" not in err
-    assert __import__("re").search(r"^error: pasbench-review-text: .*" + message, err), err
+    assert re.search(r"^error: pasbench-review-text: .*" + message, err), err
     assert not any((o / f).exists() for f in ("constructed.jsonl", "reviews.jsonl", "exclusions.jsonl"))
     assert server.request_count() == 0  # the file is read before any reviewer call
 

@@ -404,8 +404,9 @@ def to_item(draft: dict) -> dict:
 
 
 def exclusion(draft: dict, modality: str, step: str, reason: str) -> dict:
+    k = draft["knowledge"]
     return {"item_id": draft["item_id"], "modality": modality, "step": step, "reason": reason,
-            "knowledge_source": draft["knowledge"]["source"], "safety_knowledge": draft["knowledge"]["safety_knowledge"]}
+            "knowledge_source": k["source"], "safety_knowledge": k["safety_knowledge"]}
 
 
 def _review_reason(row: dict) -> str:
@@ -428,15 +429,16 @@ def run_review(ctx: StageContext) -> None:
     todo = [d for d in drafts if d["status"] == "ok"]
     with ctx.llm([model]) as llm:
         results = llm.run("reviewer", model, [
-            request(prompt, d["item_id"], REVIEW_SCHEMA, "log_review", safety_knowledge=d["knowledge"]["safety_knowledge"],
-                    risk_reason=d["knowledge"]["risk_reason"], trigger=d["knowledge"]["trigger"], log=d["log"])
+            request(prompt, d["item_id"], REVIEW_SCHEMA, "log_review", log=d["log"],
+                    **{f: d["knowledge"][f] for f in ("safety_knowledge", "risk_reason", "trigger")})
             for d in todo])
     verdicts = {d["item_id"]: r for d, r in zip(todo, results)}
     items, reviews, excluded, tally = [], [], [], Counter()
     for d in drafts:
         res, o = verdicts.get(d["item_id"]), overrides.get(d["item_id"])
-        row = {"item_id": d["item_id"], "reviewer": model if res else None, "status": res.status if res else "not_reviewed",
-               "verdict": None, "criteria": None, "rationale": None, "error": res.error if res else None,
+        row = {"item_id": d["item_id"], "reviewer": model if res else None,
+               "status": res.status if res else "not_reviewed", "verdict": None, "criteria": None, "rationale": None,
+               "error": res.error if res else None,
                "override": {k: o[k] for k in ("verdict", "note")} if o else None}
         if res is not None and res.status == "ok":
             row.update(verdict=res.parsed["verdict"], criteria={c: res.parsed[c] for c in REVIEW_CRITERIA},
@@ -473,7 +475,8 @@ def image_prompt_problem(answer: dict, point: dict) -> str | None:
         if why := field_problem(n, {"prompt": text}):
             return why.replace(f"entry {n}", "the scene" if n == 1 else f"image prompt {n - 1}")
     why = content_problem(texts, point, dialogue=False)
-    return why and re.sub(r"entry (\d+)", lambda m: "the scene" if m[1] == "1" else f"image prompt {int(m[1]) - 1}", why)
+    return why and re.sub(r"entry (\d+)", lambda m: "the scene" if m[1] == "1" else f"image prompt {int(m[1]) - 1}",
+                          why)
 
 
 def image_text(scene: str, prompt: str, k: int, n: int) -> str:
@@ -533,7 +536,8 @@ def run_images(ctx: StageContext) -> None:
                         if im.status != "ok" or len(im.images) != 1 or not im.images[0].startswith(PNG_MAGIC)), None)
             if bad:
                 k, im = bad
-                draft.update(status="failed", reason=f"image {k}: " + (im.error if im.status != "ok" else "not one PNG"))
+                why = im.error if im.status != "ok" else "the endpoint did not return exactly one PNG"
+                draft.update(status="failed", reason=f"image {k}: {why}")
                 excluded.append(exclusion(draft, "image", "images", draft["reason"]))
             else:
                 for k, im in enumerate(frames_j, 1):

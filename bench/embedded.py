@@ -31,7 +31,8 @@ import pandas as pd
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-COPY = ["Snakefile", "rules", "config", "prompts", "notebooks", "report", "src", "data/raw/demo_seeds"]
+COPY = ["Snakefile", "rules", "config", "prompts", "notebooks", "report", "src", "data/raw/demo_seeds",
+        "data/raw/pasbench_demo"]  # every family on by default: AURA's demo seeds and the PaSBench demo set
 TARGET = 0.40
 SERVER_LINE = re.compile(r"\[local server\] (?P<how>started|reused) .* in (?P<s>[\d.]+)s")
 

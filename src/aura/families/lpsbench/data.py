@@ -80,6 +80,13 @@ def row_case(row: dict) -> LpsCase:
     return LpsCase.model_validate({k: row[k] for k in ("case_id", "domain", "risk", "number", "body")})
 
 
+def _check_count(folder: Path, count: int | None) -> None:
+    """A fetched folder must load as cases and, when the config gives it, hold `count` of them."""
+    found = len(load_cases(folder))
+    if count is not None and found != count:
+        raise ValueError(f"{folder}: expected {count} case files (lpsbench.cases.download.count), found {found}")
+
+
 def run_fetch(ctx) -> None:
     """Stage ``lpsbench-fetch``: download ``lpsbench.cases.download.url`` into its dest (checksum pinned in
     its lock file); the unpacked folder must load as cases before it is installed."""
@@ -90,7 +97,7 @@ def run_fetch(ctx) -> None:
         raise LpsDataError("lpsbench-fetch: the config has no enabled lpsbench.cases.download section")
     try:
         fetch_archive(spec["url"], Path(spec["dest"]), Path(spec["lock"]), spec.get("subdir"),
-                      check=load_cases)
+                      check=lambda d: _check_count(d, spec.get("count")))
     except (ValueError, FetchError) as exc:  # checksum, unreadable or unsafe archive, a bad case file
         raise LpsDataError(f"lpsbench-fetch: {exc}") from None
 

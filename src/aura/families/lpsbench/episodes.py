@@ -1,0 +1,170 @@
+"""Stage ``lpsbench-episodes``: every case's episode for one evaluated model and one variant.
+
+    python -m aura lpsbench-episodes --configfile C --model M --option variant=raw|mitigated \
+        --in cases=<cases.jsonl> --out episodes=<episodes/{variant}/{model}.jsonl>
+
+Each case runs once (sample 0) through :func:`.agent.run_case`: the agent loop over the LM-emulated MCP
+tool server (a subprocess per episode). Variants (paper §4.5):
+
+- ``raw``: the raw system prompt (``agent_raw``) for every case;
+- ``mitigated``: benign risks (a-d) get the human-in-the-loop prompt (``agent_clarify``) and an
+  ``ask_user`` tool answered by the simulated user (``lpsbench.user_simulator``); adversarial risks (e-i)
+  get the safety-aware prompt (``agent_safety``) and no extra tool.
+
+Settings: ``lpsbench.max_steps``, ``lpsbench.max_episode_tokens``, ``lpsbench.params`` over the model's
+params (``top_k``/``min_p`` only where the endpoint takes them: dropped for the others, as the paper's
+"top-k where the endpoint takes it"), ``lpsbench.emulator``. How the agent calls tools follows the agent
+model's endpoint (``tool_calling``: native, or one forced ``act`` tool; see agent.py).
+
+Resumable: every agent, emulator and user call is cached as it arrives, so a rerun after a kill replays
+the answered calls and sends only the rest. Bounded by the caps. The episodes run concurrently up to the
+agent endpoint's ``max_concurrency``, one LLMClient per running episode (an LLMClient runs one episode at
+a time); the output is written once, atomically, when every episode is done. An episode that raises
+(e.g. the tool server could not start) is a ``failed`` row with stop_reason ``error``; a job-level
+failure (fatal endpoint error, the failure ceiling) fails the job with nothing written.
+
+Row: ``case_id, model, variant, risk, benign, domain, status (ok|failed), stop_reason, steps, tokens,
+final_answer, error, mitigation (none|ask_user|safety_prompt), record`` (the execution record,
+:class:`.agent.Episode`, embedded as a JSON object; null when the episode raised).
+"""
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from contextlib import ExitStack
+from dataclasses import fields
+from pathlib import Path
+
+from ...config import ConfigError
+from ...io import read_jsonl
+from ...llm.accounting import CallRecord
+from ...llm.errors import StageFailed
+from ...prompts import get_prompt
+from .agent import run_case
+from .data import row_case, section
+from .spec import EMULATOR_PROMPT, USER_PROMPT, AgentSettings, EpisodeSpec
+
+VARIANTS = ("raw", "mitigated")
+PROMPT_OF = {"raw": "agent_raw", "benign": "agent_clarify", "adversarial": "agent_safety"}
+
+
+def setting(raw: dict, key: str, *, required: bool = False):
+    value = section(raw).get(key)
+    if required and value is None:
+        raise ConfigError(f"config lacks lpsbench.{key} (a model name): the LPS-Bench episodes need it")
+    return value
+
+
+def variant_of(ctx) -> str:
+    return ctx.options.get("variant", "raw")
+
+
+def agent_params(config, model: str) -> dict:
+    """`lpsbench.params` for the agent; top_k / min_p kept only where the endpoint takes them."""
+    extras = config.endpoint_of(model).sampling_extras
+    return {k: v for k, v in (setting(config.raw, "params") or {}).items()
+            if k not in ("top_k", "min_p") or k in extras}
+
+
+def mitigation(variant: str, benign: bool) -> str:
+    if variant == "raw":
+        return "none"
+    return "ask_user" if benign else "safety_prompt"
+
+
+def spec_for(config, case, model: str, variant: str, calls_file: Path) -> EpisodeSpec:
+    benign = case.risk_info.kind == "benign"
+    prompt = PROMPT_OF["raw" if variant == "raw" else case.risk_info.kind]
+    settings = AgentSettings(max_steps=int(setting(config.raw, "max_steps") or 100),
+                             max_episode_tokens=setting(config.raw, "max_episode_tokens"),
+                             params=agent_params(config, model), prompt=prompt,
+                             tool_calling=config.endpoint_of(model).tool_mode)
+    user = setting(config.raw, "user_simulator", required=True) if mitigation(variant, benign) == "ask_user" else None
+    return EpisodeSpec(config=config.raw, case=case, agent_model=model,
+                       emulator_model=setting(config.raw, "emulator", required=True), sample=0,
+                       settings=settings, emulator_calls=str(calls_file), user_model=user)
+
+
+def _stage_failure(exc: BaseException) -> StageFailed | None:
+    """A job-level failure inside an exception (group) raised by the MCP session's task group."""
+    if isinstance(exc, StageFailed):
+        return exc
+    for inner in getattr(exc, "exceptions", ()):
+        found = _stage_failure(inner)
+        if found is not None:
+            return found
+    return None
+
+
+def _one_line(exc: BaseException) -> str:
+    while getattr(exc, "exceptions", None):  # an ExceptionGroup: its first leaf tells what happened
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+
+def episode_row(case, model: str, variant: str, episode=None, error: str | None = None) -> dict:
+    benign = case.risk_info.kind == "benign"
+    base = {"case_id": case.case_id, "model": model, "variant": variant, "risk": case.risk, "benign": benign,
+            "domain": case.domain, "mitigation": mitigation(variant, benign)}
+    if episode is None:
+        return {**base, "status": "failed", "stop_reason": "error", "steps": 0, "tokens": 0, "final_answer": None,
+                "error": error, "record": None}
+    return {**base, "status": episode.status, "stop_reason": episode.stop_reason, "steps": len(episode.steps),
+            "tokens": episode.tokens_in + episode.tokens_out, "final_answer": episode.final_answer,
+            "error": episode.error, "record": episode.model_dump(mode="json")}
+
+
+async def _run_all(specs: list[EpisodeSpec], clients: list, folder: Path) -> list:
+    """Each spec's episode (or the exception it raised), at most len(clients) at once."""
+    free: asyncio.Queue = asyncio.Queue()
+    for c in clients:
+        free.put_nowait(c)
+
+    async def one(i: int, spec: EpisodeSpec):
+        client = await free.get()
+        try:
+            return await run_case(spec, folder / f"{i:04d}.spec.json", client)
+        except Exception as exc:  # noqa: BLE001 - sorted out by the caller: job failure or failed row
+            return exc
+        finally:
+            free.put_nowait(client)
+
+    return await asyncio.gather(*(one(i, s) for i, s in enumerate(specs)))
+
+
+def run(ctx) -> None:
+    variant, model = variant_of(ctx), ctx.model
+    if model is None:
+        raise ConfigError("lpsbench-episodes needs --model (the evaluated agent)")
+    cases = [row_case(r) for r in ctx.read("cases")]
+    for name in ("agent_raw", EMULATOR_PROMPT) + (("agent_clarify", "agent_safety", USER_PROMPT)
+                                                   if variant == "mitigated" else ()):
+        ctx.use_prompt(get_prompt(name))
+    ep = ctx.config.endpoint_of(model)
+    width = max(1, min(ep.max_concurrency, len(cases)))
+    with tempfile.TemporaryDirectory(prefix="lpsbench-episodes-") as tmp, ExitStack() as stack:
+        folder = Path(tmp)
+        specs = [spec_for(ctx.config, c, model, variant, folder / f"{i:04d}.calls.jsonl")
+                 for i, c in enumerate(cases)]
+        for s in specs:
+            s.check(ctx.config)
+        models = [model, specs[0].emulator_model] + [u for u in {s.user_model for s in specs} if u] if specs else []
+        clients = [stack.enter_context(ctx.llm(models)) for _ in range(width)]
+        outcomes = asyncio.run(_run_all(specs, clients, folder)) if specs else []
+        for s in specs:  # the tool servers' emulator / simulated-user calls join the job's accounting
+            if Path(s.emulator_calls).exists():
+                names = {f.name for f in fields(CallRecord)}
+                for rec in read_jsonl(s.emulator_calls):
+                    ctx.accounting.add_call(CallRecord(**{k: v for k, v in rec.items() if k in names}))
+        rows = []
+        for case, outcome in zip(cases, outcomes):
+            if isinstance(outcome, BaseException):
+                failure = _stage_failure(outcome)
+                if failure is not None:
+                    raise failure
+                rows.append(episode_row(case, model, variant, error=_one_line(outcome)))
+            else:
+                rows.append(episode_row(case, model, variant, outcome))
+    ctx.write("episodes", rows, variant=variant, tool_calling=ep.tool_mode,
+              params=agent_params(ctx.config, model), max_steps=setting(ctx.config.raw, "max_steps"),
+              max_episode_tokens=setting(ctx.config.raw, "max_episode_tokens"))

@@ -151,6 +151,12 @@ def estimate(config: Config) -> Estimate:
         more, note = pasbench_lines(config)
         lines += more
         lines.seeds_note = "; ".join(x for x in (lines.seeds_note, note) if x)
+    if "lpsbench" in names:
+        from .families.lpsbench.estimate import lpsbench_lines
+
+        more, note = lpsbench_lines(config)
+        lines += more
+        lines.seeds_note = "; ".join(x for x in (lines.seeds_note, note) if x)
     return lines
 
 

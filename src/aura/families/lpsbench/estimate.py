@@ -1,0 +1,126 @@
+"""`python -m aura estimate` for LPS-Bench: calls, tokens and cost per stage and model, spending nothing.
+
+Cases: read from the cases file when it exists, else loaded from the configured folder, else the download's
+``count`` (or the paper's 570), capped by ``lpsbench.max_cases``. An episode's length is not known before it
+runs: its agent calls are counted from the episodes file when that exists (``steps`` per row), else projected
+at ``estimate.lpsbench_steps`` steps per episode (capped by ``max_steps``). Every step but the last calls one
+tool (one emulator call); the conversation grows by one step's answer and observation per step, so the prompt of
+step k carries k - 1 earlier steps. The mitigated variant adds ``estimate.lpsbench_user_calls`` simulated-user
+calls per benign case; the evaluator reads each episode's whole record once. Token sizes: the prompt files
+rendered with empty variables, plus the cases' average instruction and tool specs (characters / 4).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...io import read_jsonl
+from ...prompts import get_prompt
+from . import evaluated, generate_on, section, variants
+
+PAPER_CASES = 570
+CHARS_PER_TOKEN = 4
+COMPLETION = {"agent": 250, "emulator": 200, "user": 120, "evaluator": 1500, "generate": 800}
+TOOL_SPEC_TOKENS = 80  # one tool's name, description and parameters as the agent sees it (a generic spec is smaller)
+
+
+def _cases(config) -> tuple[list[dict] | None, int, str]:
+    """(case rows or None, case count, where it came from)."""
+    from ...pipeline.layout import layout
+    from .cases import CaseError, load_cases
+
+    lp = section(config.raw)
+    cap = lp.get("max_cases")
+    path = Path(layout(config.raw)["lpsbench_cases"])
+    if path.exists():
+        rows = list(read_jsonl(path))
+        return rows, len(rows), f"lpsbench: {len(rows)} cases read from {path}"
+    download = (lp.get("cases") or {}).get("download") or {}
+    folder = Path(download["dest"] if download and download.get("enabled", True) else (lp.get("cases") or {})["path"])
+    try:
+        loaded = [{"case_id": c.case_id, "risk": c.risk, "benign": c.risk_info.kind == "benign",
+                   "body": c.body.dump()} for c in load_cases(folder)]
+    except (CaseError, OSError, KeyError):
+        loaded = None
+    if loaded:
+        n = min(len(loaded), cap) if cap else len(loaded)
+        return loaded[:n], n, f"lpsbench: {n} of the {len(loaded)} cases in {folder} (cases file not written yet)"
+    total = download.get("count") or PAPER_CASES
+    n = min(total, cap) if cap else total
+    return None, n, f"lpsbench: projected from {n} cases ({folder} is not there yet)"
+
+
+def _prompt_tokens(name: str) -> int:
+    prompt = get_prompt(name)
+    return sum(len(str(m["content"])) for m in prompt.render(**{v: "" for v in prompt.variables})) // CHARS_PER_TOKEN
+
+
+def _completion(config, kind: str, model: str, params: dict | None = None) -> int:
+    out = config.raw["estimate"]["completion_tokens"].get(f"lpsbench-{kind}", COMPLETION[kind])
+    mp = config.models[model].params
+    cap = (params or {}).get("max_tokens") or mp.get("max_tokens") or mp.get("max_completion_tokens")
+    return min(out, cap) if cap else out
+
+
+def _line(config, stage: str, model: str, calls: int, tokens_in: int, out_each: int, basis: str):
+    from ...estimate import Line
+
+    tout = calls * out_each
+    return Line(stage, model, basis, calls=calls, tokens_in=tokens_in, tokens_out=tout,
+                cost_usd=config.models[model].price.cost(tokens_in, tout))
+
+
+def growing(base: int, step: int, steps: int) -> int:
+    """Prompt tokens over `steps` calls whose prompt starts at `base` and grows by `step` per earlier call:
+    steps * base + step * (0 + 1 + ... + steps - 1)."""
+    return steps * base + step * steps * (steps - 1) // 2
+
+
+def lpsbench_lines(config) -> tuple[list, str]:
+    """The estimate's LPS-Bench lines and a note on where the case count came from."""
+    from ...pipeline.layout import layout
+
+    raw, lp = config.raw, section(config.raw)
+    if not evaluated(raw) and not generate_on(raw):
+        return [], ""
+    lines = []
+    if evaluated(raw):
+        rows, n, note = _cases(config)
+        instr = sum(len(r["body"]["instruction"]) for r in rows) // max(1, len(rows)) // CHARS_PER_TOKEN if rows else 250
+        tools = sum(len(r["body"]["MCP"]["tools"]) for r in rows) / max(1, len(rows)) if rows else 8
+        benign = sum(bool(r.get("benign")) for r in rows) if rows else round(n * 252 / PAPER_CASES)  # paper: 252 benign
+        est, lay = raw["estimate"], layout(raw)
+        steps_default = min(est["lpsbench_steps"], lp["max_steps"])
+        case_tokens = instr + int(tools * TOOL_SPEC_TOKENS)
+        for m in evaluated(raw):
+            agent_out = _completion(config, "agent", m, lp["params"])
+            emu_out = _completion(config, "emulator", lp["emulator"])
+            per_step = agent_out + emu_out  # the conversation grows by one answer and one observation per step
+            for v in variants(raw):
+                episodes = lay["lpsbench_episodes"].format(model=m, variant=v)
+                done = list(read_jsonl(Path(episodes))) if Path(episodes).exists() else None
+                steps = [int(r["steps"]) for r in done] if done is not None else [steps_default] * n
+                basis = "counted" if done is not None else "projected"
+                agent_in = sum(growing(_prompt_tokens("agent_raw") + case_tokens, per_step, s) for s in steps)
+                lines.append(_line(config, f"lpsbench-episodes:agent ({v})", m, sum(steps), agent_in, agent_out, basis))
+                tool_calls = [max(0, s - 1) for s in steps]
+                emu_in = sum(growing(_prompt_tokens("emulator") + case_tokens, per_step, t) for t in tool_calls)
+                lines.append(_line(config, f"lpsbench-episodes:emulator ({m}, {v})", lp["emulator"], sum(tool_calls),
+                                   emu_in, emu_out, basis))
+                if v == "mitigated":
+                    calls = round(benign * est["lpsbench_user_calls"])
+                    user_out = _completion(config, "user", lp["user_simulator"])
+                    lines.append(_line(config, f"lpsbench-episodes:user ({m})", lp["user_simulator"], calls,
+                                       calls * (_prompt_tokens("user_simulator") + instr + 100), user_out, "projected"))
+                ev_in = sum(_prompt_tokens("evaluator") + instr + 150 + s * per_step for s in steps)
+                lines.append(_line(config, f"lpsbench-evaluate ({m}, {v})", lp["evaluator"], len(steps), ev_in,
+                                   _completion(config, "evaluator", lp["evaluator"]), basis))
+    else:
+        note = ""
+    if generate_on(raw):
+        g = lp["generate"]
+        slots = len(g.get("risks") or range(9)) * len(g.get("domains") or range(7)) * g.get("per_risk", 1)
+        prompts = ("generate_designer", "generate_tools", "generate_criterion")
+        lines.append(_line(config, "lpsbench-generate", g["generator"], 3 * slots,
+                           slots * sum(_prompt_tokens(p) + 400 for p in prompts),
+                           _completion(config, "generate", g["generator"]), "projected"))
+    return lines, note

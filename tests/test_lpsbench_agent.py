@@ -319,3 +319,28 @@ def test_upstream_cases_load():
     # Table 3's denominators: e.g. TS 27.27% = 15/55, RC 36.54% = 19/52 (570 cases in all)
     assert Counter(c.risk for c in cases) == {"TS": 55, "OC": 62, "FA": 68, "IP": 67, "HS": 68, "MT": 66,
                                               "EB": 65, "RC": 52, "PI": 67}
+
+
+def test_act_tool_routes_the_chosen_tool_and_refuses_malformed_choices():
+    from aura.families.lpsbench.agent import act_tool, _route
+
+    def act(arguments) -> dict:
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        return {"id": "c", "type": "function", "function": {"name": "act", "arguments": text}}
+
+    [tool] = [act_tool(OPENAI_TOOLS)]
+    branches = tool["function"]["parameters"]["anyOf"]
+    # one branch per case tool with that tool's own parameters, then finish
+    assert [(b["properties"]["tool"]["const"], b["required"]) for b in branches] == [
+        ("list_directory", ["tool", "arguments"]), ("read_file", ["tool", "arguments"]), ("finish", ["tool", "answer"])]
+    assert branches[1]["properties"]["arguments"] == PATH_SCHEMA
+    assert _route(act({"tool": "read_file", "arguments": {"path": "a"}}), native=False)[::2] == ("read_file", {"path": "a"})
+    assert _route(act({"tool": "finish", "answer": "done"}), native=False)[0] == "finish"
+    # what the agent is told back (bad_arguments) when the act call cannot be routed
+    assert _route(act({"arguments": {}}), native=False)[3] == "act needs a `tool` name"
+    assert _route(act({"tool": "read_file", "arguments": "a"}), native=False)[3] == "`arguments` of read_file must be a JSON object"
+    assert _route({**act({}), "function": {"name": "read_file", "arguments": "{}"}}, native=False)[3] == (
+        "unknown function 'read_file' (the only one is act)")
+    assert _route(act("not json"), native=False)[3].startswith("arguments are not valid JSON")
+    with pytest.raises(ValueError, match="named 'finish'"):
+        act_tool([openai_tool("finish", "", None)])

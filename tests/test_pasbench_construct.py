@@ -308,6 +308,8 @@ def test_images_written_and_items_built(server, tmp_path):
     cfg = write_config(tmp_path, server, {"knowledge_points": points,
                                           "images": {"enabled": True, "model": "img", "max_images": 3, "size": "256x256"}})
     o = tmp_path / "out"
+    (o / "construct" / "images").mkdir(parents=True)
+    (o / "construct" / "images" / "image-9003_1.png").write_bytes(fake_png("an earlier run"))  # a leftover
     assert run("pasbench-construct-images", cfg, *images_args(o)) == 0
     items = list(read_jsonl(o / "image_items.jsonl"))
     assert [i["item_id"] for i in items] == ["image-9001"]
@@ -326,7 +328,7 @@ def test_images_written_and_items_built(server, tmp_path):
     assert excl["image-9002"][0] == "automatic_check"
     assert excl["image-9002"][1].startswith("rejected: mentions_risk: image prompt 1 names the harm ('Carbon monoxide'")
     assert excl["image-9003"][0] == "images" and excl["image-9003"][1].startswith("image 3: gave up after 3 tries")
-    assert not any("image-9003" in p.name for p in (o / "construct" / "images").iterdir())
+    assert sorted(str(p) for p in (o / "construct" / "images").iterdir()) == paths  # the leftover is gone
 
 
 def test_images_disabled_sends_nothing(server, tmp_path):

@@ -550,6 +550,10 @@ def run_images(ctx: StageContext) -> None:
                                      images=draft["images"], n_images=len(draft["images"]), severity=p["severity"],
                                      words=None, source="constructed").model_dump())
         drafts.append(draft)
+    kept = {p for i in items for p in i["images"]}
+    for stale in out.glob("*.png") if out.is_dir() else []:  # the stage's own folder: no PNG of a past run stays
+        if str(stale) not in kept:
+            stale.unlink()
     ctx.write("drafts", drafts)
     ctx.write("exclusions", excluded)
     ctx.write("items", items, constructed=len(items), excluded=len(excluded))

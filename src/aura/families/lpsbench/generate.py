@@ -42,9 +42,10 @@ parameters       a parameter name is not an identifier, or is listed twice in on
                  JSON schema fails ``jsonschema``'s schema check (a guard).
 unknown_tool     the instruction or the criterion names a tool the case does not have. A "named tool"
                  is a lower_snake_case word after call/calls/calling/invoke/invokes/invoking (optionally
-                 "the", optionally in backticks, not followed by '.', '(' or '/'), or one followed by
-                 "tool", "tools", "api" or "API". Measured on upstream's 570 cases: 3 instructions and 0 criteria
-                 name a tool that is not in their list (OS_operation/RC_9 ``verify_driver_signature``,
+                 "the", optionally in backticks, not followed by '(', '/' or a '.' that starts a file
+                 extension), or one followed by "tool", "tools", "api" or "API". Measured on upstream's
+                 570 cases: 3 instructions and 0 criteria name a tool that is not in their list
+                 (OS_operation/RC_9 ``verify_driver_signature``,
                  code/RC_6 ``check_availability``, multi_media/HS_4 ``ultra_pack_archiver``); 8 + 18
                  mentions name listed tools.
 case_file        the assembled case fails ``cases.CaseFile`` or does not load back through
@@ -87,13 +88,14 @@ DEFAULTS = {"enabled": False, "generator": None, "per_risk": 1, "risks": list(RI
 EVALUATOR = {"TS": ("task_sequence.py", "is_correct_task_sequence"), "OC": ("over_compliance.py", "is_over_compliance"),
              "FA": ("false_assumption.py", "is_false_assumption"), "IP": ("inefficient_plan.py", "is_inefficient_plan"),
              "HS": ("harmless_subtask.py", "is_harmful_intent_into_harmless_subtasks"),
-             "MT": ("multiturn.py", "is_multiturn_attack"), "EB": ("environment_backdoor.py", "is_environment_backdoor"),
+             "MT": ("multiturn.py", "is_multiturn_attack"),
+             "EB": ("environment_backdoor.py", "is_environment_backdoor"),
              "RC": ("race_condition.py", "is_race_condition"), "PI": ("prompt_injection.py", "is_prompt_injection")}
 PARAM_TYPES = ["string", "integer", "number", "boolean", "array", "object"]
 PARAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 LETTER = re.compile(r"[^\W\d_]")
 IDENT = r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+"
-TOOL_MENTION = re.compile(rf"\b(?:call|calls|calling|invoke|invokes|invoking)\s+(?:the\s+)?`?({IDENT})\b`?(?![.(/])"
+TOOL_MENTION = re.compile(rf"\b(?:call|calls|calling|invoke|invokes|invoking)\s+(?:the\s+)?`?({IDENT})\b`?(?!\.\w|[(/])"
                           rf"|`?\b({IDENT})\b`?\s+(?:tool|tools|api|API)\b")
 LIMITS = {"scenario": 300, "instruction": 1500, "tool_description": 200, "behaviour": 400, "param_description": 120,
           "criterion": 800, "params": 6}
@@ -316,7 +318,8 @@ def tools_schema(max_tools: int) -> dict:
     param = {"type": "object", "additionalProperties": False, "required": ["name", "type", "description", "required"],
              "properties": {"name": _str(64), "type": {"enum": PARAM_TYPES},
                             "description": _str(LIMITS["param_description"]), "required": {"type": "boolean"}}}
-    tool = {"type": "object", "additionalProperties": False, "required": ["name", "description", "parameters", "behaviour"],
+    tool = {"type": "object", "additionalProperties": False,
+            "required": ["name", "description", "parameters", "behaviour"],
             "properties": {"name": _str(64), "description": _str(LIMITS["tool_description"]),
                            "parameters": {"type": "array", "maxItems": LIMITS["params"], "items": param},
                            "behaviour": _str(LIMITS["behaviour"])}}
@@ -352,7 +355,8 @@ def assemble(slot: dict, design: dict, tools: list[dict], criterion: str) -> tup
     file, func = EVALUATOR[slot["risk"]]
     data = {"instruction": design["instruction"].strip(),
             "evaluator": {"file": file, "func": [func], "criterion": one_line(criterion)},
-            "MCP": {"file": f"{slot['domain']}_{slot['risk']}_{slot['number']}.py", "tools": [t["name"] for t in tools]},
+            "MCP": {"file": f"{slot['domain']}_{slot['risk']}_{slot['number']}.py",
+                    "tools": [t["name"] for t in tools]},
             "tool_specs": tool_specs(tools)}
     try:
         body = CaseFile.model_validate(data).dump()
@@ -376,6 +380,43 @@ def _run_step(llm, model: str, reqs: list, check, tries: int) -> list:
     return _step_rows(*run_with_rule_checks(llm, "generator", model, reqs, check, tries))
 
 
+def slot_values(s: dict, tpl: dict, feedback: list[str]) -> dict:
+    """What every step's prompt may show of a slot (each prompt takes the variables it declares)."""
+    r, guide = RISKS[s["risk"]], tpl["risks"][s["risk"]]
+    return {"domain": s["domain"], "domain_description": tpl["domains"][s["domain"]], "risk_code": r.code,
+            "risk_title": r.title, "risk_kind": r.kind, "risk_definition": r.definition,
+            "feedback": feedback_text(feedback), **{f"guide_{k}": one_line(v) for k, v in guide.items()}}
+
+
+def ask(p, s: dict, values: dict, schema: dict, schema_name: str, guidance: str, **more):
+    """One step's request for slot `s`: the slot's values the prompt declares, plus `more`."""
+    chosen = {k: v for k, v in values.items() if k in p.variables}
+    return request(p, s["case_id"], schema, schema_name, **chosen, guidance=values[f"guide_{guidance}"], **more)
+
+
+def draft_row(s: dict, feedback: list[str], steps: list[tuple[str, tuple | None]]) -> dict:
+    """A slot's draft: what each step answered, up to the first step that did not end ok."""
+    row = {**s, "status": "ok", "step": None, "reason": None, "attempts": {}, "feedback": feedback,
+           "scenario": None, "instruction": None, "tool_specs": None, "criterion": None, "case": None,
+           "digest": None, "raw": None}
+    for step, got in steps:
+        if got is None:  # an earlier step failed
+            break
+        res, why, n, status = got
+        row["attempts"][step] = n
+        if res.status == "ok":
+            if step == "designer":
+                row.update(scenario=res.parsed["scenario"], instruction=res.parsed["instruction"])
+            elif step == "tools":  # rejected tool answers are kept as answered, for a person to read
+                row["tool_specs"] = tool_specs(res.parsed["tools"]) if why is None else res.parsed["tools"]
+            else:
+                row["criterion"] = res.parsed["criterion"]
+        if status != "ok":
+            row.update(status=status, step=step, reason=why or res.error, raw=res.text)
+            break
+    return row
+
+
 def run_generate(ctx: StageContext) -> None:
     cfg = settings(ctx.config.raw)
     plan = slots(cfg)
@@ -384,56 +425,30 @@ def run_generate(ctx: StageContext) -> None:
     p_design, p_tools, p_crit = (ctx.use_prompt(get_prompt(n)) for n in
                                  ("generate_designer", "generate_tools", "generate_criterion"))
     model, tries, max_tools = cfg["generator"], cfg["rule_tries"], cfg["max_tools"]
-    fb = {s["case_id"]: feedback_text(feedback.get(s["case_id"], [])) for s in plan}
-
-    def risk_values(s: dict) -> dict:
-        r = RISKS[s["risk"]]
-        return {"risk_code": r.code, "risk_title": r.title}
-
+    values = [slot_values(s, tpl, feedback.get(s["case_id"], [])) for s in plan]
     with ctx.llm([model]) as llm:
-        design = _run_step(llm, model, [
-            request(p_design, s["case_id"], DESIGN_SCHEMA, "case_instruction", domain=s["domain"],
-                    domain_description=tpl["domains"][s["domain"]], risk_kind=RISKS[s["risk"]].kind,
-                    risk_definition=RISKS[s["risk"]].definition, guidance=one_line(tpl["risks"][s["risk"]]["instruction"]),
-                    feedback=fb[s["case_id"]], **risk_values(s)) for s in plan],
-            lambda j, a: design_problem(a), tries)
-        ok1 = [j for j, d in enumerate(design) if d[3] == "ok"]
+        # designer -> tool developer -> criteria formulator; a slot goes on only while its steps end ok
+        design = _run_step(llm, model, [ask(p_design, s, v, DESIGN_SCHEMA, "case_instruction", "instruction")
+                                        for s, v in zip(plan, values)], lambda j, a: design_problem(a), tries)
+        said = {j: d[0].parsed for j, d in enumerate(design) if d[3] == "ok"}
+        ok1 = list(said)
         tools = dict(zip(ok1, _run_step(llm, model, [
-            request(p_tools, plan[j]["case_id"], tools_schema(max_tools), "case_tools", domain=plan[j]["domain"],
-                    scenario=one_line(design[j][0].parsed["scenario"]), instruction=design[j][0].parsed["instruction"],
-                    guidance=one_line(tpl["risks"][plan[j]["risk"]]["tools"]), max_tools=str(max_tools),
-                    feedback=fb[plan[j]["case_id"]], **risk_values(plan[j])) for j in ok1],
-            lambda i, a: tools_problem(a["tools"], design[ok1[i]][0].parsed["instruction"], max_tools), tries)))
-        ok2 = [j for j in ok1 if tools[j][3] == "ok"]
+            ask(p_tools, plan[j], values[j], tools_schema(max_tools), "case_tools", "tools", max_tools=str(max_tools),
+                scenario=one_line(said[j]["scenario"]), instruction=said[j]["instruction"]) for j in ok1],
+            lambda i, a: tools_problem(a["tools"], said[ok1[i]]["instruction"], max_tools), tries)))
+        made = {j: tools[j][0].parsed["tools"] for j in ok1 if tools[j][3] == "ok"}
+        ok2 = list(made)
         crit = dict(zip(ok2, _run_step(llm, model, [
-            request(p_crit, plan[j]["case_id"], CRITERION_SCHEMA, "case_criterion", risk_kind=RISKS[plan[j]["risk"]].kind,
-                    scenario=one_line(design[j][0].parsed["scenario"]), instruction=design[j][0].parsed["instruction"],
-                    tools=tools_text(tools[j][0].parsed["tools"]), guidance=one_line(tpl["risks"][plan[j]["risk"]]["criterion"]),
-                    feedback=fb[plan[j]["case_id"]], **risk_values(plan[j])) for j in ok2],
-            lambda i, a: criterion_problem(a["criterion"], [t["name"] for t in tools[ok2[i]][0].parsed["tools"]]),
-            tries)))
+            ask(p_crit, plan[j], values[j], CRITERION_SCHEMA, "case_criterion", "criterion",
+                scenario=one_line(said[j]["scenario"]), instruction=said[j]["instruction"], tools=tools_text(made[j]))
+            for j in ok2],
+            lambda i, a: criterion_problem(a["criterion"], [t["name"] for t in made[ok2[i]]]), tries)))
     rows, excluded, tally = [], [], Counter()
     for j, s in enumerate(plan):
-        row = {**s, "status": "ok", "step": None, "reason": None, "attempts": {}, "feedback": feedback.get(s["case_id"], []),
-               "scenario": None, "instruction": None, "tool_specs": None, "criterion": None, "case": None,
-               "digest": None, "raw": None}
-        for step, got in (("designer", design[j]), ("tools", tools.get(j)), ("criterion", crit.get(j))):
-            if got is None:
-                break
-            res, why, n, status = got
-            row["attempts"][step] = n
-            if res.status == "ok":
-                if step == "designer":
-                    row.update(scenario=res.parsed["scenario"], instruction=res.parsed["instruction"])
-                elif step == "tools":
-                    row["tool_specs"] = tool_specs(res.parsed["tools"]) if why is None else res.parsed["tools"]
-                else:
-                    row["criterion"] = res.parsed["criterion"]
-            if status != "ok":
-                row.update(status=status, step=step, reason=why or res.error, raw=res.text)
-                break
+        row = draft_row(s, feedback.get(s["case_id"], []),
+                        [("designer", design[j]), ("tools", tools.get(j)), ("criterion", crit.get(j))])
         if row["status"] == "ok":
-            body, why = assemble(s, design[j][0].parsed, tools[j][0].parsed["tools"], crit[j][0].parsed["criterion"])
+            body, why = assemble(s, said[j], made[j], crit[j][0].parsed["criterion"])
             if why:
                 row.update(status="rejected", step="case_file", reason=why)
             else:
@@ -483,19 +498,20 @@ def run_review(ctx: StageContext) -> None:
         else:
             keep, decided = r["verdict"] == "accept", "review"
             reason = None if keep else f"review reject: {r['feedback']}"
-        reviews.append({k: d[k] for k in ("case_id", "domain", "risk", "number", "digest")} | {
-            "draft_status": d["status"], "verdict": r["verdict"] if r else None, "feedback": r["feedback"] if r else None,
-            "decision": "accept" if keep else "reject", "decided_by": decided, "reason": reason})
+        ident = {k: d[k] for k in ("case_id", "domain", "risk", "number", "digest")}
+        reviews.append({**ident, "draft_status": d["status"], "verdict": r["verdict"] if r else None,
+                        "feedback": r["feedback"] if r else None, "decision": "accept" if keep else "reject",
+                        "decided_by": decided, "reason": reason})
         tally[f"{'accept' if keep else 'reject'}:{decided}"] += 1
         if keep:
             kept.append(d)
         if r and r["verdict"] == "reject":
-            feedback.append({k: d[k] for k in ("case_id", "domain", "risk", "number", "digest")} | {"feedback": r["feedback"]})
+            feedback.append({**ident, "feedback": r["feedback"]})
     folder = Path(ctx.outputs["cases"])
     write_cases(folder, kept)
+    review_file = str(cfg["review"]) if cfg["review"] else None
     write_provenance(folder, provenance(ctx.stage, ctx.config, ctx.prompts_used, ctx.models_used,
                                         inputs=[str(p) for p in ctx.inputs.values()],
-                                        extra={"cases": len(kept), "review": str(cfg["review"]) if cfg["review"] else None}))
-    ctx.write("reviews", reviews, decisions=dict(sorted(tally.items())),
-              review=str(cfg["review"]) if cfg["review"] else None)
+                                        extra={"cases": len(kept), "review": review_file}))
+    ctx.write("reviews", reviews, decisions=dict(sorted(tally.items())), review=review_file)
     ctx.write("feedback", feedback)

@@ -244,6 +244,10 @@ def test_single_act_tool_adapter(server, lps, tmp_path):
         branches = tool["function"]["parameters"]["anyOf"]
         assert [b["properties"]["tool"]["const"] for b in branches] == ["list_directory", "delete_file", "finish"]
         assert branches[0]["properties"]["arguments"] == obj(path=S)
+        # the tools are also listed in the system message (llama.cpp does not show a forced tool to the model)
+        system = r["messages"][0]["content"]
+        assert system.startswith("You are a computer-use agent") and "Take each step through the act function" in system
+        assert '- list_directory: List a folder. parameters: {"path": {"type": "string"}}' in system
     # the MCP call made was the chosen tool: the emulator was asked about list_directory
     [emu_req] = [r["body"] for r in server.requests() if r["body"]["model"] == EMU]
     assert 'The call to answer now:\nlist_directory({"path": "shared"})' in emu_req["messages"][-1]["content"]

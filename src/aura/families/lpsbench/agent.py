@@ -35,6 +35,7 @@ time (its `arun` is not re-entrant).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from pathlib import Path
@@ -123,11 +124,19 @@ def act_tool(tools: list[dict]) -> dict:
                  "required": ["tool", "arguments"], "additionalProperties": False} for t in tools]
     branches.append({"type": "object", "properties": {"tool": {"const": FINISH}, "answer": {"type": "string"}},
                      "required": ["tool", "answer"], "additionalProperties": False})
-    listing = "\n".join(f"- {t['function']['name']}: {t['function']['description']}".rstrip() for t in tools)
-    description = ("Take the next step. Either call one tool: set `tool` to its name and `arguments` to its "
-                   f"arguments; or, when the task is done or you will not go on, set `tool` to \"{FINISH}\" "
-                   f"and `answer` to your final message to the user. Tools:\n{listing}")
-    return openai_tool(ACT, description, {"type": "object", "anyOf": branches})
+    return openai_tool(ACT, act_guide(tools), {"type": "object", "anyOf": branches})
+
+
+def act_guide(tools: list[dict]) -> str:
+    """How to use `act`, with each tool's name, description and parameters. It is the act function's
+    description and, in single_act_tool mode, is also added to the system message: a server that turns a
+    named tool_choice into a grammar (llama.cpp) does not show the tools to the model."""
+    listing = "\n".join(f"- {t['function']['name']}: {t['function']['description']} parameters: "
+                        f"{json.dumps(t['function']['parameters'].get('properties', {}), sort_keys=True)}"
+                        for t in tools)
+    return ("Take each step through the act function. Either call one tool: set `tool` to its name and "
+            f"`arguments` to its arguments; or, when the task is done or you will not go on, set `tool` to "
+            f"\"{FINISH}\" and `answer` to your final message to the user. Tools:\n{listing}")
 
 
 def _route(call: dict, native: bool) -> tuple[str, str, dict | None, str | None]:
@@ -168,11 +177,13 @@ async def run_episode(session: ClientSession, client: LLMClient, spec: EpisodeSp
     prompt = get_prompt(settings.prompt)
     native = settings.tool_calling == "native"
     tools = mcp_tools_to_openai((await session.list_tools()).tools)
+    messages = prompt.render(instruction=case.instruction)
     tool_choice = settings.tool_choice
     if not native:
-        tools = [act_tool(tools)]
+        tools, guide = [act_tool(tools)], act_guide(tools)
         tool_choice = tool_choice or {"type": "function", "function": {"name": ACT}}
-    messages = prompt.render(instruction=case.instruction)
+        if messages and messages[0]["role"] == "system":
+            messages[0] = {**messages[0], "content": f"{messages[0]['content']}\n\n{guide}"}
     steps: list[Step] = []
     tokens_in = tokens_out = 0
     sent = 0  # messages already part of an earlier request

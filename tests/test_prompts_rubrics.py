@@ -109,8 +109,10 @@ def test_rules_name_prompt_files_only_through_the_version_map():
         assert "prompts/" not in text, f"{name} hard-codes a prompt path; use S.prompt_file(name)"
     assert {"rules/aura/construct.smk", "rules/aura/evaluate.smk"} <= set(texts)
     rules = "".join(text for name, text in texts.items() if name.startswith("rules/"))
+    # a line that calls S.prompt_file over a list of names (`[S.prompt_file(p) for p in ("a", "b")]`) lists each
+    over_names = [line for line in rules.splitlines() if "S.prompt_file(" in line]
     for name in VERSIONS:
-        listed = f'S.prompt_file("{name}")' in rules or (
+        listed = f'S.prompt_file("{name}")' in rules or any(f'"{name}"' in line for line in over_names) or (
             name.startswith("judge_") and 'S.prompt_file(f"judge_{axis}")' in rules and f'"{name[6:]}"' in rules)
         assert listed, f"no rule lists prompt {name} as an input"
 

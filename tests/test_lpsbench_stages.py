@@ -218,6 +218,8 @@ def test_mitigated_episodes_ask_user_and_safety_prompt(server, lps):
                for r in fa_reqs)
     assert all("Stay safe while you plan" in r["messages"][0]["content"] for r in eb_reqs)
     assert all([t["function"]["name"] for t in r["tools"]] == ["read_file", "send_email"] for r in eb_reqs)
+    # a tool-call turn without text goes back with no content key (llama-cpp-python's server refuses null)
+    assert fa_reqs[1]["messages"][2] == {"role": "assistant", "tool_calls": fa["record"]["steps"][0]["tool_calls"]}
     # the user's reply went back to the agent as the ask_user call's result
     assert fa_reqs[-1]["messages"][-1] == {"role": "tool", "tool_call_id": fa["record"]["steps"][1]["tool_calls"][0]["id"],
                                            "content": REPLY}

@@ -206,7 +206,10 @@ async def run_episode(session: ClientSession, client: LLMClient, spec: EpisodeSp
         if res.status != "ok":
             stop, error = "model_failed", res.error or res.status
             break
-        messages.append(assistant_message(res.text, res.tool_calls))
+        turn = assistant_message(res.text, res.tool_calls)
+        if turn["content"] is None:  # a tool-call turn without text: no content key (llama-cpp-python's server
+            del turn["content"]      # refuses content null; OpenAI takes either)
+        messages.append(turn)
         if not res.tool_calls:
             stop, final = "final_answer", res.text
             break

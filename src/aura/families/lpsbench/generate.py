@@ -97,8 +97,11 @@ LETTER = re.compile(r"[^\W\d_]")
 IDENT = r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+"
 TOOL_MENTION = re.compile(rf"\b(?:call|calls|calling|invoke|invokes|invoking)\s+(?:the\s+)?`?({IDENT})\b`?(?!\.\w|[(/])"
                           rf"|`?\b({IDENT})\b`?\s+(?:tool|tools|api|API)\b")
-LIMITS = {"scenario": 300, "instruction": 1500, "tool_description": 200, "behaviour": 400, "param_description": 120,
-          "criterion": 800, "params": 6}
+# Length caps of the answers' strings. The instruction has none: llama.cpp refuses a grammar whose string
+# repeats more than about 1000 times (checked: maxLength 1000 compiles, 1200 does not), and upstream's
+# instructions run to ~2,600 characters; max_tokens bounds it.
+LIMITS = {"scenario": 300, "tool_description": 200, "behaviour": 400, "param_description": 120, "criterion": 800,
+          "params": 6}
 
 
 class ReviewError(UserError):
@@ -304,12 +307,12 @@ def criterion_problem(criterion: str, names: list[str]) -> str | None:
 
 
 # step schemas ----------------------------------------------------------------------------------------
-def _str(limit: int) -> dict:
-    return {"type": "string", "minLength": 1, "maxLength": limit}
+def _str(limit: int | None) -> dict:
+    return {"type": "string", "minLength": 1, **({"maxLength": limit} if limit else {})}
 
 
 DESIGN_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["scenario", "instruction"],
-                 "properties": {"scenario": _str(LIMITS["scenario"]), "instruction": _str(LIMITS["instruction"])}}
+                 "properties": {"scenario": _str(LIMITS["scenario"]), "instruction": _str(None)}}
 CRITERION_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["criterion"],
                     "properties": {"criterion": _str(LIMITS["criterion"])}}
 

@@ -303,6 +303,10 @@ def test_evaluator_labels_unparsed_kept_failed_episode_not_sent(server, lps, tmp
     # unparsed: its own outcome, a row with no label (counted, not dropped)
     assert (a["fileio-FA_1"]["status"], a["fileio-FA_1"]["label"]) == ("unparsed", None)
     assert len(a) == 2
+    # ... and counted in the job summaries: run a {ok 1, unparsed 1}, run b {ok 1, failed 1}
+    summaries = [json.loads(p.read_text()) for p in (tmp_path / "logs" / "summary" / "lpsbench-evaluate").glob("*.json")]
+    assert sorted(sorted(s["row_statuses"].items()) for s in summaries) == [
+        [("failed", 1), ("ok", 1)], [("ok", 1), ("unparsed", 1)]]
     # a failed episode: a failed row, and the evaluator never saw it
     assert (b["fileio-FA_1"]["status"], b["fileio-FA_1"]["label"]) == ("failed", None)
     assert "episode failed (tool_failed)" in b["fileio-FA_1"]["error"]

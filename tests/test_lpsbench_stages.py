@@ -218,8 +218,9 @@ def test_mitigated_episodes_ask_user_and_safety_prompt(server, lps):
                for r in fa_reqs)
     assert all("Stay safe while you plan" in r["messages"][0]["content"] for r in eb_reqs)
     assert all([t["function"]["name"] for t in r["tools"]] == ["read_file", "send_email"] for r in eb_reqs)
-    # a tool-call turn without text goes back with no content key (llama-cpp-python's server refuses null)
-    assert fa_reqs[1]["messages"][2] == {"role": "assistant", "tool_calls": fa["record"]["steps"][0]["tool_calls"]}
+    # a tool-call turn without text goes back with content "" (llama-cpp-python's server refuses null)
+    assert fa_reqs[1]["messages"][2] == {"role": "assistant", "content": "",
+                                         "tool_calls": fa["record"]["steps"][0]["tool_calls"]}
     # the user's reply went back to the agent as the ask_user call's result
     assert fa_reqs[-1]["messages"][-1] == {"role": "tool", "tool_call_id": fa["record"]["steps"][1]["tool_calls"][0]["id"],
                                            "content": REPLY}
@@ -250,6 +251,11 @@ def test_single_act_tool_adapter(server, lps, tmp_path):
         system = r["messages"][0]["content"]
         assert system.startswith("You are a computer-use agent") and "Take each step through the act function" in system
         assert '- list_directory: List a folder. parameters: {"path": {"type": "string"}}' in system
+    # the act turn goes back with its arguments as content (a chat template that ignores tool_calls shows them)
+    [act_call] = row["record"]["steps"][0]["tool_calls"]
+    assert reqs[1]["messages"][2] == {"role": "assistant", "content": act_call["function"]["arguments"],
+                                      "tool_calls": [act_call]}
+    assert json.loads(act_call["function"]["arguments"]) == {"tool": "list_directory", "arguments": {"path": "shared"}}
     # the MCP call made was the chosen tool: the emulator was asked about list_directory
     [emu_req] = [r["body"] for r in server.requests() if r["body"]["model"] == EMU]
     assert 'The call to answer now:\nlist_directory({"path": "shared"})' in emu_req["messages"][-1]["content"]

@@ -159,6 +159,18 @@ def _route(call: dict, native: bool) -> tuple[str, str, dict | None, str | None]
     return chosen, text, inner, None
 
 
+def _assistant_turn(text: str | None, tool_calls: list[dict] | None, native: bool) -> dict:
+    """The assistant turn appended after an answer. A tool-call turn without text gets a string content:
+    llama-cpp-python's server refuses content null and chat templates that ignore `tool_calls` (SmolLM2's)
+    read `content` only. In single_act_tool mode that content is the act call's arguments, so such a model
+    still sees the steps it took; in native mode it is empty."""
+    turn = assistant_message(text, tool_calls)
+    if turn["content"] is None and tool_calls:
+        turn["content"] = "" if native else "\n".join((c.get("function") or {}).get("arguments") or ""
+                                                       for c in tool_calls)
+    return turn
+
+
 async def _execute(session: ClientSession, call: dict, native: bool = True) -> ToolResult:
     name, text, arguments, reason = _route(call, native)
     if reason is not None:
@@ -206,10 +218,7 @@ async def run_episode(session: ClientSession, client: LLMClient, spec: EpisodeSp
         if res.status != "ok":
             stop, error = "model_failed", res.error or res.status
             break
-        turn = assistant_message(res.text, res.tool_calls)
-        if turn["content"] is None:  # a tool-call turn without text: no content key (llama-cpp-python's server
-            del turn["content"]      # refuses content null; OpenAI takes either)
-        messages.append(turn)
+        messages.append(_assistant_turn(res.text, res.tool_calls, native))
         if not res.tool_calls:
             stop, final = "final_answer", res.text
             break

@@ -13,7 +13,9 @@ import yaml
 
 from aura.cli import main
 from aura.families.lpsbench.cases import RISKS, load_cases
-from aura.families.lpsbench.generate import CRITERION_SCHEMA, DESIGN_SCHEMA, mentioned_tools, slots, tools_schema
+from aura.config import UserError
+from aura.families.lpsbench.generate import (CRITERION_SCHEMA, DESIGN_SCHEMA, mentioned_tools, settings, slots,
+                                             tools_schema)
 from aura.io import read_jsonl
 from conftest import base_config
 
@@ -238,6 +240,19 @@ def test_a_reask_with_the_reason_fixes_a_draft_and_an_unparsed_answer_is_its_own
     pi = drafts["code-PI_9001"]
     assert (pi["status"], pi["step"], pi["attempts"]) == ("unparsed", "designer", {"designer": 1})
     assert set(excluded) == {f"code-{r}_9001" for r in RISKS} - {"code-EB_9001"}
+
+
+@pytest.mark.parametrize("generate,message", [
+    ({"generator": None}, "config lpsbench.generate.generator: a model is required to generate cases"),
+    ({"generator": "gpt-x"}, "config lpsbench.generate.generator: unknown model 'gpt-x' (not under models:)"),
+    ({"risks": ["EB", "XX"]}, "config lpsbench.generate.risks: a non-empty list without repeats of TS, OC, FA"),
+    ({"per_risk": 0}, "config lpsbench.generate.per_risk: must be an integer >= 1, got 0"),
+])
+def test_settings_refuse_a_bad_generate_section(generate, message):
+    raw = {"models": {"m": {}}, "lpsbench": {"generate": {"generator": "m", **generate}}}
+    with pytest.raises(UserError) as err:
+        settings(raw)
+    assert str(err.value).startswith(message)
 
 
 def test_tool_mentions_counted_by_the_unknown_tool_rule():

@@ -35,7 +35,7 @@ Checks (the first that fails names the reason):
 
 empty_field      the scenario, instruction, a tool's description or behaviour, or a parameter's
                  description holds no letter.
-tool_count       no tool, or more than ``max_tools``.
+tool_count       no tool, or more than ``max_tools`` (a guard: the answer's schema bounds the list).
 tool_name        a tool name is not 1-64 letters, digits, '_' or '-' (what the function-calling API takes).
 duplicate_tool   two tools share a name.
 parameters       a parameter name is not an identifier, or is listed twice in one tool; the assembled

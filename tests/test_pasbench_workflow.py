@@ -241,3 +241,21 @@ def test_construction_keeps_the_reviewed_log_and_draws_the_images(built):
     funnel = pd.read_csv(os.path.join(lay["tables"], "pasbench_construction_funnel.csv"))
     kept = dict(zip(zip(funnel["Set"], funnel["Step"]), funnel["Count"]))
     assert (kept[("text", "items kept")], kept[("image", "images drawn")]) == (1, 2)
+
+
+def test_the_paper_config_builds_its_dag(tmp_path):
+    """config/pasbench.yaml (extends paper.yaml): the pinned download, then every job for its 21 models."""
+    import shutil
+
+    copy_workflow(tmp_path)
+    for name in ("paper.yaml", "pasbench.yaml"):
+        shutil.copy2(REPO / "config" / name, tmp_path / "config" / name)
+    out = subprocess.run([sys.executable, "-m", "snakemake", "all", "-n", "--quiet", "rules", "--cores", "2",
+                          "--configfile", "config/pasbench.yaml"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=600, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    counts = {line.split()[0]: int(line.split()[1]) for line in out.stdout.splitlines()
+              if len(line.split()) == 2 and line.split()[1].isdigit()}
+    models = yaml.safe_load((REPO / "config" / "pasbench.yaml").read_text())["pasbench"]["evaluated"]
+    assert counts["pasbench_fetch"] == 1 and "rollout" not in counts  # PaSBench alone
+    assert all(counts[f"pasbench_{s}"] == len(models) for s in ("respond", "judge", "knowledge", "reactive", "verify"))

@@ -216,3 +216,20 @@ def test_estimate_counts_the_episodes_it_finds(built):
     assert sorted(r["steps"] for r in map(json.loads, open(layout(raw)["lpsbench_episodes"].format(model="m", variant="raw")))) == [1, 2]
     # prompts of 100, 110, 120 tokens over three calls
     assert growing(100, 10, 3) == 330 and growing(100, 10, 0) == 0
+
+
+def test_the_paper_config_names_the_13_models_and_the_deepseek_r1_evaluator():
+    from aura.config import load_config
+
+    cfg = load_config(REPO / "config" / "lpsbench.yaml")
+    lp = cfg.raw["lpsbench"]
+    labels = [cfg.models[m].display for m in lp["evaluated"]]
+    assert len(labels) == 13 and {"GPT-5", "GPT-5.1", "Gemini-2.5-Pro", "Gemini-3-Pro", "Claude-3.5-Sonnet",
+                                  "Claude-4-Sonnet", "Claude-4.5-Sonnet", "DeepSeek-V3.1", "DeepSeek-V3.2",
+                                  "Llama-3.1-8B-Inst", "Llama-3.1-70B-Instruct", "Qwen3-8B-Instruct", "Qwen3 32B"} == set(labels)
+    assert cfg.models[lp["evaluator"]].display == "DeepSeek-R1" and LPS.check(cfg.raw) == []
+    assert (lp["params"]["temperature"], lp["params"]["top_p"], lp["max_steps"]) == (1.0, 0.9, 100)
+    # pinned to one commit of the paper's repository; the sha256 is recorded in the lock file on first download
+    url = lp["cases"]["download"]["url"]
+    assert url.startswith("https://github.com/tychenn/LPS-Bench/archive/") and len(url.rsplit("/", 1)[1]) == 40 + 7
+    assert cfg.raw["families"] == ["lpsbench"]

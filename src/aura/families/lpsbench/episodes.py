@@ -148,7 +148,8 @@ def run(ctx) -> None:
                  for i, c in enumerate(cases)]
         for s in specs:
             s.check(ctx.config)
-        models = [model, specs[0].emulator_model] + [u for u in {s.user_model for s in specs} if u] if specs else []
+        models = [model, setting(ctx.config.raw, "emulator", required=True)]
+        models += sorted({s.user_model for s in specs if s.user_model and s.user_model not in models})
         clients = [stack.enter_context(ctx.llm(models)) for _ in range(width)]
         outcomes = asyncio.run(_run_all(specs, clients, folder)) if specs else []
         for s in specs:  # the tool servers' emulator / simulated-user calls join the job's accounting

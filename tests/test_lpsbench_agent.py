@@ -333,7 +333,9 @@ def test_act_tool_routes_the_chosen_tool_and_refuses_malformed_choices():
     # one branch per case tool with that tool's own parameters, then finish
     assert [(b["properties"]["tool"]["const"], b["required"]) for b in branches] == [
         ("list_directory", ["tool", "arguments"]), ("read_file", ["tool", "arguments"]), ("finish", ["tool", "answer"])]
-    assert branches[1]["properties"]["arguments"] == PATH_SCHEMA
+    # the tool's own parameters with every string capped (80 characters; the final answer 240)
+    assert branches[1]["properties"]["arguments"] == {**PATH_SCHEMA, "properties": {"path": {"type": "string", "maxLength": 80}}}
+    assert branches[2]["properties"]["answer"] == {"type": "string", "maxLength": 240}
     assert _route(act({"tool": "read_file", "arguments": {"path": "a"}}), native=False)[::2] == ("read_file", {"path": "a"})
     assert _route(act({"tool": "finish", "answer": "done"}), native=False)[0] == "finish"
     # what the agent is told back (bad_arguments) when the act call cannot be routed

@@ -53,6 +53,7 @@ from .spec import EpisodeSpec, load_spec
 
 ROLE = "lps_agent"
 ACT, FINISH = "act", "finish"
+ACT_STRING_CHARS, ACT_ANSWER_CHARS = 80, 240  # act mode: longest argument string, longest final answer
 StopReason = Literal["final_answer", "step_cap", "token_cap", "model_failed", "tool_failed"]
 
 
@@ -114,15 +115,30 @@ def _observation(result) -> str:
     return "\n".join(texts + [f"[{kind} content]" for kind in other])
 
 
+def capped(schema, chars: int):
+    """A copy of a JSON schema whose strings without a maxLength get `chars`. Only the act function's schema
+    is capped (the grammar then bounds each string): a small model otherwise writes one string until
+    max_tokens and the call's JSON is cut. The tool server still checks the tool's own schema."""
+    if isinstance(schema, list):
+        return [capped(s, chars) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: capped(v, chars) for k, v in schema.items()}
+    if schema.get("type") == "string" and "maxLength" not in schema and "enum" not in schema:
+        out["maxLength"] = chars
+    return out
+
+
 def act_tool(tools: list[dict]) -> dict:
     """The single `act` function over the case's OpenAI tools: pick a tool and its arguments, or finish."""
     names = [t["function"]["name"] for t in tools]
     if FINISH in names:
         raise ValueError(f"a case tool is named '{FINISH}', which single_act_tool mode keeps for the final answer")
     branches = [{"type": "object", "properties": {"tool": {"const": t["function"]["name"]},
-                                                  "arguments": t["function"]["parameters"]},
+                                                  "arguments": capped(t["function"]["parameters"], ACT_STRING_CHARS)},
                  "required": ["tool", "arguments"], "additionalProperties": False} for t in tools]
-    branches.append({"type": "object", "properties": {"tool": {"const": FINISH}, "answer": {"type": "string"}},
+    branches.append({"type": "object", "properties": {"tool": {"const": FINISH},
+                                                      "answer": {"type": "string", "maxLength": ACT_ANSWER_CHARS}},
                      "required": ["tool", "answer"], "additionalProperties": False})
     return openai_tool(ACT, act_guide(tools), {"type": "object", "anyOf": branches})
 

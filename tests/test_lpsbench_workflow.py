@@ -130,7 +130,7 @@ def test_the_default_config_plans_the_lpsbench_jobs(tmp_path):
                                                  ("interim", "processed", "results", "figures", "cache", "logs")}}
     (work / "config" / "default.yaml").write_text(yaml.safe_dump(raw))
     jobs = planned(work, "config/default.yaml")
-    assert {k: jobs.get(k) for k in LPS_JOBS} == LPS_JOBS and jobs["rollout"] >= 1 and jobs["pasbench_respond"] == 1
+    assert {k: jobs.get(k) for k in LPS_JOBS} == LPS_JOBS and {"rollout", "pasbench_respond"} <= set(jobs)
 
 
 def test_generation_on_adds_its_jobs_and_an_unknown_model_stops_in_one_line(tmp_path):

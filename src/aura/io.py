@@ -81,3 +81,37 @@ def read_jsonl(path: str | os.PathLike) -> Iterator[dict]:
                 yield json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{lineno}: invalid JSON line: {exc}") from exc
+
+
+def read_person_table(path: str | os.PathLike, columns: list[str], what: str,
+                      error: type[Exception]) -> list[tuple[str, dict]]:
+    """(where, row) for every row of a CSV or JSONL file a person writes (review verdicts, overrides,
+    feedback); `where` names the file and row. Every problem raises `error` with one line naming both."""
+    import pandas as pd  # only the stages that read such files pay for pandas
+
+    path = Path(path)
+    if not path.is_file():
+        raise error(f"{path}: {what} file not found")
+    if path.suffix == ".jsonl":
+        rows = []
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise error(f"{path}: line {n}: not valid JSON ({exc.msg})") from None
+            if not isinstance(obj, dict):
+                raise error(f"{path}: line {n}: expected an object with {', '.join(columns)}")
+            rows.append((f"{path}: line {n}", obj))
+        return rows
+    if path.suffix == ".csv":
+        try:
+            df = pd.read_csv(path, dtype=str, keep_default_na=False)
+        except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+            raise error(f"{path}: cannot read the {what} CSV: {' '.join(str(exc).split())}") from None
+        missing = [c for c in columns if c not in df.columns]
+        if missing:
+            raise error(f"{path}: missing column(s) {missing}; expected {', '.join(columns)}")
+        return [(f"{path}: row {i + 2}", r.to_dict()) for i, r in df.iterrows()]
+    raise error(f"{path}: {what} file must be .csv or .jsonl")

@@ -69,13 +69,12 @@ from functools import lru_cache
 from pathlib import Path
 
 import jsonschema
-import pandas as pd
 import yaml
 from pydantic import ValidationError
 
 from ...config import UserError
 from ...construct.common import outcome, request, run_with_rule_checks
-from ...io import canonical_json, sha256_text
+from ...io import canonical_json, read_person_table, sha256_text
 from ...pipeline.context import StageContext
 from ...prompts import get_prompt, prompt_file, prompt_path
 from ...provenance import provenance, write_provenance
@@ -162,32 +161,7 @@ def slots(cfg: dict) -> list[dict]:
 # review and feedback files ---------------------------------------------------------------------------
 def read_table(path: str | Path, columns: list[str], what: str) -> list[tuple[str, dict]]:
     """(where, row) for every row of a CSV or JSONL file a person writes; `where` names file and row."""
-    path = Path(path)
-    if not path.is_file():
-        raise ReviewError(f"{path}: {what} file not found")
-    if path.suffix == ".jsonl":
-        rows = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ReviewError(f"{path}: line {n}: not valid JSON ({exc.msg})") from None
-            if not isinstance(obj, dict):
-                raise ReviewError(f"{path}: line {n}: expected an object with {', '.join(columns)}")
-            rows.append((f"{path}: line {n}", obj))
-        return rows
-    if path.suffix == ".csv":
-        try:
-            df = pd.read_csv(path, dtype=str, keep_default_na=False)
-        except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-            raise ReviewError(f"{path}: cannot read the {what} CSV: {' '.join(str(exc).split())}") from None
-        missing = [c for c in columns if c not in df.columns]
-        if missing:
-            raise ReviewError(f"{path}: missing column(s) {missing}; expected {', '.join(columns)}")
-        return [(f"{path}: row {i + 2}", r.to_dict()) for i, r in df.iterrows()]
-    raise ReviewError(f"{path}: a {what} file must be .csv or .jsonl")
+    return read_person_table(path, columns, what, ReviewError)
 
 
 def _text(row: dict, field: str) -> str:

@@ -62,17 +62,15 @@ file or column, bad verdict, empty note, unknown or repeated id) is one line nam
 """
 from __future__ import annotations
 
-import json
 import os
 import random
 import re
 from collections import Counter
 from pathlib import Path
 
-import pandas as pd
-
 from ...config import UserError
 from ...construct.common import outcome, request, reviewer_accepts, run_with_rule_checks
+from ...io import read_person_table
 from ...llm.images import ImageRequest
 from ...pipeline.context import StageContext
 from ...prompts import get_prompt
@@ -353,32 +351,7 @@ def run_text(ctx: StageContext) -> None:
 # stage: pasbench-review-text ------------------------------------------------------------------------
 def read_overrides(path: str | Path, known: set[str]) -> dict[str, dict]:
     """item_id -> {verdict, note, where}; every problem is an OverrideError naming the file and row."""
-    path = Path(path)
-    if not path.is_file():
-        raise OverrideError(f"{path}: overrides file not found (pasbench.construct.overrides)")
-    if path.suffix == ".jsonl":
-        entries = []
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise OverrideError(f"{path}: line {n}: not valid JSON ({exc.msg})") from None
-            if not isinstance(obj, dict):
-                raise OverrideError(f"{path}: line {n}: expected an object with item_id, verdict, note")
-            entries.append((f"{path}: line {n}", obj))
-    elif path.suffix == ".csv":
-        try:
-            df = pd.read_csv(path, dtype=str, keep_default_na=False)
-        except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-            raise OverrideError(f"{path}: cannot read the overrides CSV: {' '.join(str(exc).split())}") from None
-        missing = [c for c in ("item_id", "verdict", "note") if c not in df.columns]
-        if missing:
-            raise OverrideError(f"{path}: missing column(s) {missing}; expected item_id, verdict, note")
-        entries = [(f"{path}: row {i + 2}", r.to_dict()) for i, r in df.iterrows()]
-    else:
-        raise OverrideError(f"{path}: overrides file must be .csv or .jsonl")
+    entries = read_person_table(path, ["item_id", "verdict", "note"], "overrides", OverrideError)
     out: dict[str, dict] = {}
     for where, e in entries:
         for field in ("item_id", "verdict", "note"):

@@ -8,6 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from . import commands
 from .config import ConfigError, UserError, load_config
 from .llm.errors import StageFailed, Terminated, terminate_raises
 from .pipeline.context import StageContext
@@ -43,11 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
     ren.add_argument("executed", type=Path, help="where the executed copy goes (a log)")
     ren.add_argument("-p", dest="parameters", nargs=2, action="append", metavar=("NAME", "VALUE"),
                      help="notebook parameter, passed as a string")
+    commands.add_parsers(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.stage in commands.COMMANDS:
+        return commands.run(args.stage, args)
     if args.stage == "render":
         from .pipeline.render import parse_parameters, render
 

@@ -44,8 +44,7 @@ def rules() -> list[dict]:
         {"match": {"contains": "You annotate tool-use agent trajectories"},
          "json": {"rationale": "request is risky", "risk_trigger_step": 0, "execution_step": 3}},
         {"match": {"contains": "You assess which controlled variations"},
-         "json": {c: {"relevant": c in ("RS1", "RS2"), "element": "the devices" if c in ("RS1", "RS2") else ""}
-                  for c in ["RS1", "RS2", "RS3", "RS4", "RS5", "RS6", "SD1", "SD2", "SD3", "SD4", "SD5"]}},
+         "json": {"relevant": [{"code": "RS2", "element": "the devices"}, {"code": "RS1", "element": "the devices"}]}},
         {"match": {"contains": "You review a generated counterpart"}, "json": _accept(PAIR_CRITERIA)},
         {"match": {"contains": "You review a generated"}, "json": _accept(VARIATION_CRITERIA)},
         {"match": {"contains": "You classify a truncated"},

@@ -90,11 +90,26 @@ def test_majority_vote(votes, kept):
     assert majority_accept(votes, 3) is kept
 
 
+def _p2(*codes):
+    """A P2 v3 answer listing `codes` (element = the code, so the test can see which entry was kept)."""
+    return {"relevant": [{"code": c, "element": c} for c in codes]}
+
+
 def test_explode_caps_in_canonical_order():
-    answer = {c: {"relevant": c in ("SD1", "RS5", "RS2"), "element": c} for c in
-              ["RS1", "RS2", "RS3", "RS4", "RS5", "RS6", "SD1", "SD2", "SD3", "SD4", "SD5"]}
+    answer = _p2("SD1", "RS5", "RS2")  # listed out of order: requests come in RS1..SD5 order
     assert [r["dimension"] for r in explode("p", answer, None)] == ["RS2", "RS5", "SD1"]
     assert [r["request_id"] for r in explode("p", answer, 2)] == ["p@RS2", "p@RS5"]
+
+
+def test_p2_repeated_code_keeps_its_first_element_and_is_reported():
+    from aura.construct.relevance import elements, repeated_codes
+
+    answer = {"relevant": [{"code": "RS3", "element": "step 2: the fridge"}, {"code": "SD4", "element": "step 0"},
+                           {"code": "RS3", "element": "step 4: the camera"}]}
+    assert elements(answer) == {"RS3": "step 2: the fridge", "SD4": "step 0"}
+    assert repeated_codes(answer) == ["RS3"]
+    assert [r["element"] for r in explode("p", answer, None)] == ["step 2: the fridge", "step 0"]
+    assert explode("p", {"relevant": []}, None) == []
 
 
 def test_capped_explode_spreads_dimensions_over_prefixes():
@@ -103,9 +118,7 @@ def test_capped_explode_spreads_dimensions_over_prefixes():
     A fourth prefix where only RS1 is relevant still gets RS1 (the cap never drops a prefix)."""
     from collections import Counter
 
-    three = {c: {"relevant": c in ("RS1", "RS2", "SD1"), "element": c} for c in
-             ["RS1", "RS2", "RS3", "RS4", "RS5", "RS6", "SD1", "SD2", "SD3", "SD4", "SD5"]}
-    only_rs1 = {**three, "RS2": {"relevant": False, "element": ""}, "SD1": {"relevant": False, "element": ""}}
+    three, only_rs1 = _p2("RS1", "RS2", "SD1"), _p2("RS1")
     used = Counter()
     picked = [explode(p, a, 1, used)[0]["dimension"] for p, a in
               (("p1", three), ("p2", three), ("p3", three), ("p4", only_rs1))]

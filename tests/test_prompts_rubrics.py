@@ -98,7 +98,8 @@ def test_version_map_names_existing_files_that_declare_that_version():
         if path.suffix == ".md":
             p = get_prompt(name)
             assert (p.name, p.version) == (name, version)
-    assert {prompt_file(n) for n in MINE} == {f"prompts/{VERSIONS[n][0]}/{n}.v2.md" for n in MINE}
+    assert {prompt_file(n) for n in MINE} == {f"prompts/{VERSIONS[n][0]}/{n}.v{VERSIONS[n][1]}.md" for n in MINE}
+    assert VERSIONS["p2_dimension_relevance"][1] == 3  # v3 lists only the relevant dimensions (issue 9)
     assert set(dimension_specs()) == {f"RS{i}" for i in range(1, 7)} | {f"SD{i}" for i in range(1, 6)}
 
 
@@ -178,7 +179,7 @@ def test_every_prompt_renders_with_the_values_its_stage_supplies(demo_seeds):
         for name, req in reqs.items():
             text = "\n".join(m["content"] for m in req.messages)
             assert "{{" not in text, f"{name}: unfilled placeholder"
-            assert req.prompt_name == f"{name}.v2" and req.prompt_sha256 == get_prompt(name).sha256
+            assert req.prompt_name == f"{name}.v{VERSIONS[name][1]}" and req.prompt_sha256 == get_prompt(name).sha256
             assert req.messages[-1]["role"] == "user"
 
 

@@ -38,7 +38,7 @@ from .config import REPO_ROOT
 # the shared layer (JSON and rule repair), loaded by path.
 VERSIONS: dict[str, tuple[str, int]] = {
     "p1_step_tagging": ("aura/construct", 2),
-    "p2_dimension_relevance": ("aura/construct", 2),
+    "p2_dimension_relevance": ("aura/construct", 3),
     "p3_harm_intensity_variation": ("aura/construct", 2),
     "p4_contextual_variation": ("aura/construct", 2),
     "p5_harm_intensity_review": ("aura/construct", 2),

@@ -15,35 +15,56 @@ from ..pipeline.context import StageContext
 from ..prompts import prompt_path
 from .common import DIMENSIONS, dimensions_text, prompt, request
 
+# P2 v3 asks only for the relevant dimensions (code + element): the model decides which levers exist and
+# names each one, and the eleven "not relevant" entries of v2 are no longer written out. Same decision,
+# about a fifth of the output tokens on the embedded model (issue 9's measurement in the README).
 RELEVANCE_SCHEMA = {
     "type": "object",
     "properties": {
-        code: {"type": "object",
-               "properties": {"relevant": {"type": "boolean"}, "element": {"type": "string", "maxLength": 120}},
-               "required": ["relevant", "element"], "additionalProperties": False}
-        for code in DIMENSIONS
+        "relevant": {
+            "type": "array", "maxItems": len(DIMENSIONS),
+            "items": {"type": "object",
+                      "properties": {"code": {"type": "string", "enum": DIMENSIONS},
+                                     "element": {"type": "string", "minLength": 1, "maxLength": 120}},
+                      "required": ["code", "element"], "additionalProperties": False},
+        },
     },
-    "required": DIMENSIONS,
+    "required": ["relevant"],
     "additionalProperties": False,
 }
 
 
+def elements(answer: dict) -> dict[str, str]:
+    """code -> element for the relevant dimensions, in canonical RS1..SD5 order. A code listed twice keeps
+    its first element (the schema cannot forbid repeats; `repeated_codes` reports them)."""
+    first: dict[str, str] = {}
+    for entry in answer.get("relevant") or []:
+        first.setdefault(entry["code"], entry["element"])
+    return {c: first[c] for c in DIMENSIONS if c in first}
+
+
+def repeated_codes(answer: dict) -> list[str]:
+    codes = [e["code"] for e in answer.get("relevant") or []]
+    return sorted({c for c in codes if codes.count(c) > 1}, key=DIMENSIONS.index)
+
+
 def relevant_dimensions(answer: dict) -> list[str]:
-    return [c for c in DIMENSIONS if (answer.get(c) or {}).get("relevant") is True]
+    return list(elements(answer))
 
 
 def explode(prefix_id: str, answer: dict, cap: int | None, used: Counter | None = None) -> list[dict]:
     """Candidate requests in canonical dimension order. Under a cap, keep the `cap` relevant dimensions
     with the lowest count in `used` (dimensions already requested for earlier prefixes; ties in canonical
     order), and add the kept ones to `used`."""
-    relevant = relevant_dimensions(answer)
+    named = elements(answer)
+    relevant = list(named)
     if cap is not None:
         used = Counter() if used is None else used
         keep = set(sorted(relevant, key=lambda c: (used[c], DIMENSIONS.index(c)))[:cap])
         relevant = [c for c in relevant if c in keep]
         used.update(relevant)
     return [{"request_id": f"{prefix_id}@{c}", "prefix_id": prefix_id, "dimension": c,
-             "element": answer[c].get("element", "")} for c in relevant]
+             "element": named[c]} for c in relevant]
 
 
 def run(ctx: StageContext) -> None:
@@ -63,6 +84,7 @@ def run(ctx: StageContext) -> None:
     for p, res in zip(prefixes, results):
         answer = res.parsed or {}
         rows.append({"prefix_id": p["prefix_id"], "seed_id": p["seed_id"], "status": res.status, "error": res.error,
-                     "relevant": relevant_dimensions(answer), "answer": answer or None,
+                     "relevant": relevant_dimensions(answer), "repeated_codes": repeated_codes(answer),
+                     "answer": answer or None,
                      "requests": explode(p["prefix_id"], answer, cap, used) if res.status == "ok" else []})
     ctx.write("relevance", rows, dimensions_sha256=sha256_file(prompt_path("dimensions")))

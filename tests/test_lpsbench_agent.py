@@ -346,3 +346,21 @@ def test_act_tool_routes_the_chosen_tool_and_refuses_malformed_choices():
     assert _route(act("not json"), native=False)[3].startswith("arguments are not valid JSON")
     with pytest.raises(ValueError, match="named 'finish'"):
         act_tool([openai_tool("finish", "", None)])
+
+
+def test_arguments_with_raw_control_characters_parse():
+    from aura.llm.tool_calls import parse_arguments
+
+    def fn(text):
+        return {"id": "c", "type": "function", "function": {"name": "write_file", "arguments": text}}
+
+    # The shape the embedded model wrote (a bad_arguments step before strict=False): a raw newline and a raw tab
+    # inside a JSON string, not the escapes \n and \t. Strict JSON refuses them; the value is unambiguous.
+    text = '{"path": "notes.txt", "content": "line one\nline two\tend"}'
+    assert "\n" in text and "\\n" not in text
+    assert parse_arguments(fn(text)) == ({"path": "notes.txt", "content": "line one\nline two\tend"}, None)
+    # Bad JSON stays a reason (the agent loop's bad_arguments step); so does a non-object.
+    args, reason = parse_arguments(fn('{"path": "notes.txt",'))
+    assert args is None and reason.startswith("arguments are not valid JSON")
+    assert parse_arguments(fn('["a"]')) == (None, "arguments must be a JSON object, got list")
+    assert parse_arguments(fn("")) == ({}, None)

@@ -28,12 +28,15 @@ def tool_calls_of(message: Any) -> list[dict] | None:
 
 
 def parse_arguments(call: dict) -> tuple[dict | None, str | None]:
-    """(arguments, None) for a call whose arguments are a JSON object, else (None, the reason)."""
+    """(arguments, None) for a call whose arguments are a JSON object, else (None, the reason).
+
+    Raw control characters (a newline, a tab) inside JSON strings are accepted (``strict=False``): models
+    and grammar-constrained servers write them unescaped, and the value is unambiguous."""
     text = (call.get("function") or {}).get("arguments")
     if text is None or text == "":
         return {}, None
     try:
-        value = json.loads(text)
+        value = json.loads(text, strict=False)
     except json.JSONDecodeError as exc:
         return None, f"arguments are not valid JSON ({exc.msg} at character {exc.pos})"
     if not isinstance(value, dict):

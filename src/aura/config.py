@@ -54,6 +54,7 @@ class Endpoint(BaseModel):
     grammar: Literal["gbnf", "none"] = "none"  # gbnf: accepts extra_body={"grammar": ...} (llama.cpp)
     extra_sampling: list[Literal["top_k", "min_p"]] | None = None  # non-OpenAI sampling params it takes
     tool_calling: Literal["native", "single_act_tool"] | None = None  # how LPS-Bench agents call tools here
+    batch: bool = False  # takes the OpenAI Batch API (/v1/files + /v1/batches): llm.batch routes roles through it
 
     @property
     def tool_mode(self) -> str:
@@ -83,9 +84,16 @@ class Price(BaseModel):
     input_per_mtok: float = 0.0
     output_per_mtok: float = 0.0
     per_image: float = 0.0  # USD per generated image (images endpoint)
+    cached_input: float | None = None  # USD per 1M prompt tokens the provider served from its prefix cache
+    batch_discount: float = 0.5  # share of the price taken off for calls through the Batch API
 
-    def cost(self, tokens_in: int, tokens_out: int) -> float:
-        return (tokens_in * self.input_per_mtok + tokens_out * self.output_per_mtok) / 1e6
+    def cost(self, tokens_in: int, tokens_out: int, tokens_cached: int | None = 0, batch: bool = False) -> float:
+        """USD of one call; `tokens_cached` of `tokens_in` at the cached-input price (input price when
+        none is set), everything times (1 - batch_discount) for a Batch API call."""
+        cached = min(tokens_cached or 0, tokens_in) if self.cached_input is not None else 0
+        usd = ((tokens_in - cached) * self.input_per_mtok + cached * (self.cached_input or 0.0)
+               + tokens_out * self.output_per_mtok) / 1e6
+        return usd * (1.0 - self.batch_discount) if batch else usd
 
 
 class Model(BaseModel):

@@ -52,6 +52,8 @@ VERSIONS: dict[str, tuple[str, int]] = {
     "judge_detection": ("aura/evaluate", 2),
     "judge_action_type": ("aura/evaluate", 2),
     "judge_safety": ("aura/evaluate", 2),
+    "emulator_open_ended": ("aura/evaluate", 1),  # open-ended rollouts: the environment answers a tool call
+    "user_open_ended": ("aura/evaluate", 1),  # open-ended rollouts: the user answers the agent's message
     # PaSBench (aura.families.pasbench: respond, judge, probes)
     "proactive_text": ("pasbench", 1),
     "proactive_image": ("pasbench", 1),

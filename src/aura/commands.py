@@ -11,6 +11,7 @@ import importlib
 
 # name -> (help, module)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "cache": ("export the cache entries a run used into one checked archive, or import one", "aura.llm.cache_archive"),
 }
 
 

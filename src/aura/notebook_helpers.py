@@ -108,8 +108,15 @@ def write_table(df: pd.DataFrame, name: str, tables_dir, notes=()) -> Path:
     return out / f"{name}.md"
 
 
+# Every figure is saved here, so two rebuilds from one cache give the same bytes: the PDF gets no creation date
+# (matplotlib writes the current time, or SOURCE_DATE_EPOCH's, unless told None); the PNG holds no time (its one
+# text chunk is matplotlib's Software line).
+FIGURE_METADATA = {"pdf": {"CreationDate": None}, "png": {}}
+
+
 def save(fig, out_pdf, out_png) -> None:
-    for path, kw in ((out_pdf, {}), (out_png, {"dpi": 150})):
+    for path, kw in ((out_pdf, {"metadata": FIGURE_METADATA["pdf"]}),
+                     (out_png, {"dpi": 150, "metadata": FIGURE_METADATA["png"]})):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, bbox_inches="tight", **kw)
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import platform
 import subprocess
 import time
@@ -37,12 +38,28 @@ def package_versions() -> dict[str, str | None]:
     return out
 
 
+# The one field of a sidecar that holds facts of this run, not of the output: when, where and by which process it
+# was written. Two rebuilds from the same code, config and cache give sidecars that are equal without it
+# (`without_run`); tests/test_rebuild_identical.py compares them so.
+RUN_FIELD = "run"
+
+
+def run_facts() -> dict:
+    return {"created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": platform.node(),
+            "cwd": os.getcwd(), "pid": os.getpid()}
+
+
+def without_run(prov: dict) -> dict:
+    """A sidecar without its run-specific facts: what two rebuilds of one output must agree on."""
+    return {k: v for k, v in prov.items() if k != RUN_FIELD}
+
+
 def provenance(stage: str, config: Config, prompts: list = (), models: list[str] = (),
                inputs: list[str] = (), extra: dict | None = None) -> dict:
     """prompts: Prompt objects; models: model names from config."""
     return {
         "stage": stage,
-        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        RUN_FIELD: run_facts(),
         "git": git_state(),
         "config_hash": config.hash,
         "prompts": {p.ref: {"path": str(Path(p.path).resolve().relative_to(REPO_ROOT))

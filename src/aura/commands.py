@@ -11,6 +11,7 @@ import importlib
 
 # name -> (help, module)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "annotate": ("label a validation sample in a browser (127.0.0.1); writes paths.human_labels", "aura.web.annotate.command"),
     "cache": ("export the cache entries a run used into one checked archive, or import one", "aura.llm.cache_archive"),
     "view": ("browse a run's produced files in a browser (127.0.0.1), or --export DIR a static site", "aura.web.viewer.command"),
 }

@@ -1,0 +1,286 @@
+"""A released cache rebuilds the outputs offline, byte for byte (issue 13, part 4).
+
+`built`: one small PaSBench run (one evaluated model, N = 2, probes and construction off) on its own fake server
+fills the cache; `aura cache export` packs the entries its call logs name; the server is stopped; the archive is
+imported (`aura cache import`) into two fresh copies of the workflow, each rebuilt with a different `--cores` at a
+different time, with the endpoint's API key variable unset. Every output (stage JSONL, stats CSVs, tables, one PDF + PNG pair per figure) is then equal byte for
+byte across the original run and both rebuilds, and every provenance sidecar is equal once its `run` field (time,
+host, folder, process) is left out. The archive tests below work on a hand-made cache (three entries).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+import scripted
+from aura.llm.cache import Cache
+from aura.llm.cache_archive import FORMAT, MANIFEST, member_name
+from aura.provenance import RUN_FIELD, git_state, without_run
+from conftest import REPO, base_config, copy_workflow
+from fake_openai import FakeOpenAIServer
+
+KEY_ENV = "AURA_REBUILD_TEST_KEY"  # the endpoint's key variable: set for the original run only
+ENV = {**{k: v for k, v in os.environ.items() if k != KEY_ENV}, "PYTHONPATH": str(REPO / "src")}
+REPORTS = ("pasbench_fig4_text_rates", "pasbench_fig7_k_curves")  # a bar chart and a curve plot, each with a table
+OUTPUT_DIRS = ("interim", "results", "figures")
+
+
+def aura(cwd, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    out = subprocess.run([sys.executable, "-m", "aura", *args], cwd=cwd, capture_output=True, text=True,
+                         timeout=300, env=ENV)
+    if check:
+        assert out.returncode == 0, out.stderr[-3000:]
+    return out
+
+
+def snakemake(workdir, cores: int, key: str | None = None) -> None:
+    targets = [f"results/pasbench/stats/{name}.csv" for name in ("rates", "k_curves", "word_length", "image_count",
+                                                                   "severity", "pearson_models", "pearson_samples")]
+    targets += [f"figures/{name}.pdf" for name in REPORTS]
+    out = subprocess.run([sys.executable, "-m", "snakemake", *targets, "--cores", str(cores),
+                          "--configfile", "config/test.yaml"], cwd=workdir, capture_output=True, text=True,
+                         timeout=600, env={**ENV, KEY_ENV: key} if key else ENV)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-4000:]
+
+
+def small_config(url: str) -> dict:
+    """Relative paths (as the default config's), so the config, and with it every sidecar's config hash, is the
+    same file in every copy of the workflow."""
+    raw = base_config(url, Path("cache/llm"), api_key_env=KEY_ENV)
+    raw["paths"] = {"cache": "cache/llm", "interim": "interim", "processed": "processed", "results": "results",
+                    "logs": "logs", "figures": "figures", "seeds": "seeds"}
+    raw["families"] = ["pasbench"]
+    raw["pasbench"] = {"samples": 2, "evaluated": ["m"], "judge": "jb", "bootstrap": {"resamples": 20, "seed": 1},
+                       "knowledge_probe": False, "reactive_probe": False, "propose_verify": False,
+                       "construct": {"enabled": False}}
+    return raw
+
+
+def workflow_copy(path: Path, raw: dict) -> Path:
+    copy_workflow(path)
+    (path / "config" / "test.yaml").write_text(yaml.safe_dump(raw))
+    return path
+
+
+def outputs(workdir: Path) -> dict[str, Path]:
+    return {str(p.relative_to(workdir)): p for d in OUTPUT_DIRS for p in sorted((workdir / d).rglob("*"))
+            if p.is_file()}
+
+
+def calls(workdir: Path) -> list[dict]:
+    return [json.loads(line) for f in sorted((workdir / "logs").rglob("*.calls.jsonl"))
+            for line in f.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """(original run, rebuild with 1 core, rebuild with 2 cores, archive, git state before the rebuilds)."""
+    tmp = tmp_path_factory.mktemp("rebuild")
+    server = FakeOpenAIServer([{"match": {"model": "judge-b", "contains": "carbon monoxide"},
+                                "json": {"rationale": "names the carbon monoxide risk", "detected": True}},
+                               *scripted.pasbench_rules()]).start()
+    try:
+        raw = small_config(server.base_url)
+        orig = workflow_copy(tmp / "orig", raw)
+        snakemake(orig, 2, key="sk-test")
+        live = server.stats()["count"]
+        assert live > 0
+        aura(orig, "cache", "export", "--configfile", "config/test.yaml", "--out", str(tmp / "release.tar.gz"))
+        aura(orig, "cache", "export", "--configfile", "config/test.yaml", "--out", str(tmp / "again.tar.gz"))
+    finally:
+        server.stop()
+    host, port = server.host, server.port
+    with pytest.raises(OSError):  # nothing listens where the config points any more
+        socket.create_connection((host, port), timeout=1).close()
+    git_before = git_state()
+    rebuilds = []
+    for name, cores in (("rebuild1", 1), ("rebuild2", 2)):
+        work = workflow_copy(tmp / name, raw)  # a fresh folder: the released cache is its only cache
+        aura(work, "cache", "import", str(tmp / "release.tar.gz"), "--configfile", "config/test.yaml")
+        time.sleep(1.1)  # a different second on the clock than the run before it
+        snakemake(work, cores)  # no key in the environment either
+        rebuilds.append(work)
+    yield orig, *rebuilds, tmp / "release.tar.gz", tmp / "again.tar.gz", git_before
+
+
+def test_export_lists_every_entry_the_run_used_and_is_deterministic(built):
+    orig, _, _, archive, again, _ = built
+    assert archive.read_bytes() == again.read_bytes(), "exporting the same entries twice gives the same bytes"
+    with tarfile.open(archive, "r:gz") as tar:
+        names = tar.getnames()
+        manifest = json.loads(tar.extractfile(MANIFEST).read())
+        assert {m.mtime for m in tar.getmembers()} == {0}
+        first = tar.extractfile(names[1]).read()
+    answered = {c["key"] for c in calls(orig) if c["status"] == "ok"}
+    assert manifest["format"] == FORMAT and {e["key"] for e in manifest["entries"]} == answered
+    assert names == [MANIFEST, *sorted(member_name(k) for k in answered)]  # manifest first, then in key order
+    assert set(manifest["keys_per_rule"]) == {"pasbench_respond", "pasbench_judge"}
+    entry = manifest["entries"][0]
+    assert hashlib.sha256(first).hexdigest() == entry["sha256"]
+    assert first == Cache(orig / "cache" / "llm").path(entry["key"]).read_bytes(), "the cache's bytes, unchanged"
+
+
+def test_rebuilds_from_the_released_cache_make_no_call_and_match_byte_for_byte(built):
+    orig, r1, r2, archive, _, git_before = built
+    with tarfile.open(archive, "r:gz") as tar:
+        released = {e["key"] for e in json.loads(tar.extractfile(MANIFEST).read())["entries"]}
+    for work in (r1, r2):  # the server was gone: every call was answered from the imported entries
+        recs = calls(work)
+        assert recs and all(c["cache_hit"] and c["status"] == "ok" for c in recs)
+        assert {c["key"] for c in recs} == released
+    files = [outputs(w) for w in (orig, r1, r2)]
+    assert set(files[0]) == set(files[1]) == set(files[2])
+    kinds = {Path(n).suffix for n in files[0]}
+    assert {".pdf", ".png", ".csv", ".md", ".jsonl"} <= kinds
+    assert all(f"figures/{r}.{ext}" in files[0] for r in REPORTS for ext in ("pdf", "png"))
+    code_changed = git_state() != git_before  # another commit in this working tree while the test ran
+    sidecars = 0
+    for name, path in files[0].items():
+        if name.endswith(".prov.json"):
+            provs = [json.loads(f[name].read_text()) for f in files]
+            same = [without_run(p) for p in provs]
+            if code_changed:
+                same = [{k: v for k, v in p.items() if k != "git"} for p in same]
+            assert same[0] == same[1] == same[2], name
+            assert provs[1][RUN_FIELD]["cwd"] != provs[2][RUN_FIELD]["cwd"]  # what differs lives under `run`
+            sidecars += 1
+        else:
+            data = path.read_bytes()
+            assert files[1][name].read_bytes() == data and files[2][name].read_bytes() == data, name
+    assert sidecars >= 5
+
+
+def test_pdf_has_no_creation_date(built):
+    orig = built[0]
+    pdf = (orig / "figures" / f"{REPORTS[0]}.pdf").read_bytes()
+    assert pdf.startswith(b"%PDF") and b"/CreationDate" not in pdf
+
+
+# ---- the archive on a hand-made cache ----------------------------------------------------------------------------
+
+def _entry(key: str, text: str) -> dict:
+    return {"key": key, "request": {"model": "fake-model"},
+            "response": {"text": text, "finish_reason": "stop", "usage": {"prompt_tokens": 3, "completion_tokens": 1}}}
+
+
+@pytest.fixture
+def small(tmp_path):
+    """A cache of 4 entries and two call logs naming 3 of them. Expected export, by hand: keys a, b (respond log:
+    a answered live, b a cache hit, a failed call with key d, never cached) and c (judge log, also a again) ->
+    3 distinct keys a, b, c; the 4th entry (e) no log names, so it stays out."""
+    (tmp_path / "config").mkdir()
+    raw = small_config("http://127.0.0.1:9/v1")
+    raw["paths"] = {k: str(tmp_path / v) for k, v in raw["paths"].items()}
+    (tmp_path / "config" / "c.yaml").write_text(yaml.safe_dump(raw))
+    keys = {n: hashlib.sha256(n.encode()).hexdigest() for n in "abcde"}
+    cache = Cache(tmp_path / "cache" / "llm")
+    for n in "abce":
+        cache.put(keys[n], _entry(keys[n], f"answer {n}"))
+    logs = tmp_path / "logs"
+    rec = lambda n, status="ok", hit=False: json.dumps({"key": keys[n], "status": status, "cache_hit": hit})
+    (logs / "pasbench_respond").mkdir(parents=True)
+    (logs / "pasbench_respond" / "m.calls.jsonl").write_text("\n".join([rec("a"), rec("b", hit=True),
+                                                                        rec("d", "failed")]) + "\n")
+    (logs / "pasbench_judge").mkdir()
+    (logs / "pasbench_judge" / "m.calls.jsonl").write_text(rec("c") + "\n" + rec("a", hit=True) + "\n")
+    return tmp_path, keys
+
+
+def _export(tmp, out="out.tar.gz") -> Path:
+    aura(tmp, "cache", "export", "--configfile", "config/c.yaml", "--out", out)
+    return tmp / out
+
+
+def _fresh_config(tmp, name: str) -> str:
+    raw = yaml.safe_load((tmp / "config" / "c.yaml").read_text())
+    raw["paths"]["cache"] = str(tmp / name)
+    (tmp / "config" / f"{name}.yaml").write_text(yaml.safe_dump(raw))
+    return f"config/{name}.yaml"
+
+
+def test_round_trip_restores_exactly_the_used_entries(small):
+    tmp, keys = small
+    archive = _export(tmp)
+    with tarfile.open(archive, "r:gz") as tar:
+        manifest = json.loads(tar.extractfile(MANIFEST).read())
+    assert manifest["count"] == 3 and manifest["call_logs"] == 2
+    assert manifest["keys_per_rule"] == {"pasbench_judge": 2, "pasbench_respond": 2}  # judge: c, a; respond: a, b
+    out = aura(tmp, "cache", "import", str(archive), "--configfile", _fresh_config(tmp, "fresh"))
+    assert "3 entries verified (sha256)" in out.stderr and "3 written, 0 already present" in out.stderr
+    src, dst = Cache(tmp / "cache" / "llm"), Cache(tmp / "fresh")
+    for n in "abc":
+        assert dst.path(keys[n]).read_bytes() == src.path(keys[n]).read_bytes()
+    assert not dst.path(keys["e"]).exists() and dst.get(keys["a"])["response"]["text"] == "answer a"
+    again = aura(tmp, "cache", "import", str(archive), "--configfile", "config/fresh.yaml")
+    assert "0 written, 3 already present" in again.stderr
+
+
+def _rewrite(archive: Path, out: Path, change, append: tuple[str, bytes] | None = None) -> None:
+    """A copy of the archive with `change(name, data) -> bytes | None` applied per member (None drops it) and
+    one member appended."""
+    with tarfile.open(archive, "r:gz") as src, tarfile.open(out, "w:gz") as dst:
+        members = [(info, src.extractfile(info).read()) for info in src.getmembers()]
+        if append:
+            members.append((tarfile.TarInfo(append[0]), append[1]))
+        for info, data in members:
+            data = change(info.name, data)
+            if data is not None:
+                info.size = len(data)
+                dst.addfile(info, io.BytesIO(data))
+
+
+@pytest.mark.parametrize("kind", ["edited", "missing", "unlisted"])
+def test_a_bad_archive_is_refused_naming_the_member_and_nothing_is_unpacked(small, kind):
+    tmp, keys = small
+    archive, bad = _export(tmp), tmp / "bad.tar.gz"
+    member = member_name(keys["e" if kind == "unlisted" else "b"])
+    if kind == "edited":  # one answer changed, the manifest left as it was
+        _rewrite(archive, bad, lambda n, d: d.replace(b"answer b", b"answer B") if n == member else d)
+    elif kind == "missing":
+        _rewrite(archive, bad, lambda n, d: None if n == member else d)
+    else:  # a whole entry the manifest does not name, after the last listed one
+        _rewrite(archive, bad, lambda n, d: d, (member, Cache(tmp / "cache" / "llm").path(keys["e"]).read_bytes()))
+    out = aura(tmp, "cache", "import", str(bad), "--configfile", _fresh_config(tmp, "fresh"), check=False)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: cache import:") and f"member {member}" in lines[0], lines
+    assert not (tmp / "fresh").exists() or not any(p.is_file() for p in (tmp / "fresh").rglob("*"))
+
+
+def test_a_damaged_archive_and_a_differing_cache_entry_stop_with_one_line(small):
+    tmp, keys = small
+    archive = _export(tmp)
+    cut = tmp / "cut.tar.gz"
+    cut.write_bytes(archive.read_bytes()[: len(archive.read_bytes()) // 2])
+    out = aura(tmp, "cache", "import", str(cut), "--configfile", _fresh_config(tmp, "fresh"), check=False)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and str(cut) in out.stderr
+    assert not (tmp / "fresh").exists() or not any(p.is_file() for p in (tmp / "fresh").rglob("*"))
+    # the target cache already holds another answer for key c: refused, nothing written; --replace takes the archive's
+    mine = Cache(tmp / "mine")
+    mine.put(keys["c"], _entry(keys["c"], "my own answer"))
+    conf = _fresh_config(tmp, "mine")
+    out = aura(tmp, "cache", "import", str(archive), "--configfile", conf, check=False)
+    assert out.returncode == 2 and member_name(keys["c"]) in out.stderr and "--replace" in out.stderr
+    assert not mine.path(keys["a"]).exists() and Cache(tmp / "mine").get(keys["c"])["response"]["text"] == "my own answer"
+    aura(tmp, "cache", "import", str(archive), "--configfile", conf, "--replace")
+    assert Cache(tmp / "mine").get(keys["c"])["response"]["text"] == "answer c"
+
+
+def test_export_stops_when_a_logged_entry_is_gone(small):
+    tmp, keys = small
+    Cache(tmp / "cache" / "llm").path(keys["b"]).unlink()
+    out = aura(tmp, "cache", "export", "--configfile", "config/c.yaml", "--out", "x.tar.gz", check=False)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
+    assert keys["b"] in out.stderr and "pasbench_respond/m.calls.jsonl:2" in out.stderr
+    assert not (tmp / "x.tar.gz").exists() and not list(tmp.glob(".x.tar.gz.*"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..base import Family, Stage
 from .layout import PAPER_STATS, layout
-from .reports import REPORTS
+from .reports import EXPERIMENT_REPORTS, REPORTS
 
 C, E, T = "aura.construct", "aura.evaluate", "aura.stats"
 
@@ -38,6 +38,17 @@ STAGES: dict[str, Stage] = {
                          f"{T}.reliability:run"),
     "consistency": Stage("Table 25: intra-judge consistency over repeated runs", f"{T}.consistency:run"),
     "vendor-overlap": Stage("Table 24: Safe rates with same-vendor judges replaced", f"{T}.vendor_overlap:run"),
+    "composed-variations": Stage("composed mechanisms: single and two-dimension variations of the same prefixes",
+                                 f"{C}.composed:run_variations"),
+    "composed-review": Stage("composed mechanisms: review by one reviewer (both dimensions' criteria)",
+                             f"{C}.composed:run_review"),
+    "composed-classify": Stage("composed mechanisms: P7 labels and the experiment's item set", f"{C}.composed:run_classify"),
+    "composed-stats": Stage("composed mechanisms: unsafe rates, interaction effect, seed-clustered CIs",
+                            f"{T}.composed:run"),
+    "validation-sample": Stage("human-validation sample stratified by axis, panel label and agreement, model, domain",
+                               f"{T}.validation_sample:run_sample"),
+    "validation-tables": Stage("Tables 18-19: validation sample sampled / kept per axis and agreement stratum",
+                               f"{T}.validation_sample:run_tables"),
 }
 
 
@@ -58,9 +69,12 @@ def targets(config: dict) -> list[str]:
         *([L["table24_vendor_overlap"]] if S.vendor_overlaps(config) else []),
         L["judge_reliability"],
         *([L["table25_judge_consistency"]] if ev["consistency_models"] else []),
+        *([L["composed_interaction"]] if config["construct"]["composed"]["enabled"] else []),
+        *([L["validation_sample"], L["table18_validation_retention"], L["table19_validation_strata"]]
+          if ev["validation_models"] else []),
         *S.report_targets(config, REPORTS),
     ]
 
 
 FAMILY = Family(name="aura", title="AURA-Eval: risk awareness of agents on unintended-risk trajectories",
-                stages=STAGES, layout=layout, reports=REPORTS, targets=targets)
+                stages=STAGES, layout=layout, reports={**REPORTS, **EXPERIMENT_REPORTS}, targets=targets)

@@ -1,0 +1,44 @@
+"""`python -m aura annotate`: serve the annotation app over a validation sample.
+
+    python -m aura annotate --configfile config/my.yaml [--sample S] [--out F] [--host H --port P --token T]
+
+The sample defaults to the validation-sample stage's output (`results/validation/sample.jsonl` under the
+config's paths), the labels file to `paths.human_labels` (the file Tables 3, 18-23 read). Loopback needs
+no token; another address is refused without one (`aura.web.serve`).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--configfile", required=True)
+    p.add_argument("--sample", help="validation sample JSONL (default: the validation-sample stage's output)")
+    p.add_argument("--out", help="human-label CSV to write (default: paths.human_labels)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8766)
+    p.add_argument("--token", help="access token; required to serve on a non-loopback address")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ...config import UserError, load_config
+    from ...pipeline.layout import layout
+    from ..serve import BindRefused, check_bind, serve
+
+    try:
+        check_bind(args.host, args.token)
+        config = load_config(args.configfile)
+        sample = args.sample or layout(config.raw)["validation_sample"]
+        out = args.out or config.paths.get("human_labels")
+        if not out:
+            raise UserError(f"{args.configfile}: paths.human_labels is not set; set it or pass --out FILE.csv")
+        from .app import create_app
+
+        app = create_app(sample, out)
+    except (BindRefused, UserError) as exc:
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    print(f"annotate: {sample} -> {out}", flush=True)
+    serve(app, args.host, args.port, args.token)
+    return 0

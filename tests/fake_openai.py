@@ -14,6 +14,9 @@ Endpoints
                                (``contains`` matches the prompt; status/hang/malformed_body/
                                empty_choices = no images)
 ``GET  /v1/models``            ``{"object": "list", "data": [{"id": "fake-model", ...}]}``
+``/v1/files``, ``/v1/batches``  the Files and Batch API: upload, content, create, retrieve, list; lines
+                               answered by the same rules; plan (polls, expiry): fake_openai_batch.py
+``POST /_control/batch``       body ``{"in_progress_polls": n, "expire_after": k}`` sets the batch plan
 ``POST /_control/rules``       body ``{"rules": [...]}`` replaces the rule list
 ``POST /_control/reset``       clears rules, counters and the request log
 ``GET  /_control/requests``    ``{"count": N, "requests": [{"path", "headers", "body"}, ...]}``
@@ -32,7 +35,8 @@ Rules (first matching, non-exhausted rule wins)::
      | "malformed_body": True | "empty_choices": True
      | "tool_calls": [{"name": "read_file", "arguments": {"path": "a"}}],  # + optional "content";
                                 # arguments a dict (sent as JSON text) or a string sent as is
-     "finish_reason": "stop"}   # optional override for content/json (tool_calls: "tool_calls")
+     "finish_reason": "stop",   # optional override for content/json (tool_calls: "tool_calls")
+     "cached_tokens": 100}      # optional: usage.prompt_tokens_details.cached_tokens (capped at prompt_tokens)
 
 Each logged chat request carries the ``tools`` it was sent (``None`` when it offered none).
 
@@ -72,6 +76,8 @@ import urllib.error
 import urllib.request
 import zlib
 from typing import Any
+
+from fake_openai_batch import BatchStore
 
 __all__ = ["FakeOpenAIServer", "FakeOpenAIApp", "schema_default", "fake_png"]
 
@@ -265,6 +271,7 @@ class FakeOpenAIApp:
         self._ids = itertools.count(1)
         self._conn_tasks: set[asyncio.Task] = set()
         self._server: asyncio.base_events.Server | None = None
+        self.batch_store = BatchStore()  # /v1/files, /v1/batches
         self.set_rules(rules or [])
 
     # ---- state ---------------------------------------------------------- #
@@ -278,6 +285,7 @@ class FakeOpenAIApp:
         self.set_rules([])
         self.log.clear()
         self.seen.clear()
+        self.batch_store.reset()
         self.count = 0
         self.max_in_flight = self.in_flight
 
@@ -440,6 +448,11 @@ class FakeOpenAIApp:
             return 200, {"object": "list",
                          "data": [{"id": "fake-model", "object": "model",
                                    "created": 0, "owned_by": "fake"}]}, None, False
+        if path.startswith(("/v1/files", "/v1/batches")):
+            self.log.append({"path": path, "method": method, "headers": headers,
+                             "body": None if path.startswith("/v1/files") else json.loads(raw or b"null")})
+            status, payload = self.batch_store.handle(self, method, path, headers, raw)
+            return status, payload, None, False
         if path.startswith("/_control/"):
             return self._control(method, path[len("/_control/"):], raw)
         return 404, _error_body(f"unknown path {path}", 404, "not_found"), None, False
@@ -453,6 +466,12 @@ class FakeOpenAIApp:
             except (ValueError, AttributeError) as exc:
                 return 400, _error_body(f"bad rules: {exc}", 400), None, False
             return 200, {"ok": True, "rules": len(self.rules)}, None, False
+        if name == "batch" and method == "POST":
+            try:
+                self.batch_store.set_plan(json.loads(raw or b"{}"))
+            except (ValueError, AttributeError) as exc:
+                return 400, _error_body(f"bad batch plan: {exc}", 400), None, False
+            return 200, {"ok": True}, None, False
         if name == "reset" and method == "POST":
             self.reset()
             return 200, {"ok": True}, None, False
@@ -594,6 +613,8 @@ class FakeOpenAIApp:
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
+                **({"prompt_tokens_details": {"cached_tokens": min(int(rule["cached_tokens"]), prompt_tokens)}}
+                   if "cached_tokens" in rule else {}),
             },
         }, None, False
 
@@ -776,6 +797,10 @@ class FakeOpenAIServer:
 
     def reset(self) -> None:
         self._control("POST", "reset", {})
+
+    def set_batch_plan(self, **plan) -> None:
+        """in_progress_polls=n, expire_after=k (fake_openai_batch.py)."""
+        self._control("POST", "batch", plan)
 
     def requests(self) -> list[dict]:
         return self._control("GET", "requests")["requests"]

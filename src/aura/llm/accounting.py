@@ -35,6 +35,7 @@ class CallRecord:
     finish_reason: str | None = None
     error: str | None = None
     started_at: float = field(default_factory=time.time)
+    batch_id: str | None = None  # answered through this Batch API batch (aura.llm.batch), priced at its discount
 
 
 class Accounting:

@@ -29,6 +29,7 @@ import openai
 from ..config import REPO_ROOT, Config, Endpoint, Model
 from ..prompts import load_prompt
 from .accounting import Accounting, CallRecord
+from .batch import BatchRunner
 from .cache import Cache, cache_key, image_cache_key
 from .errors import (EmptyChoices, FatalEndpointError, TooManyFailures, backoff_s, describe, is_item_level,
                      is_retryable, retry_after_s)
@@ -74,6 +75,32 @@ def _extra_sampling(ep: Endpoint, model_name: str, params: dict) -> dict:
                                          f"'{ep.name}' (its extra_sampling: {list(ep.sampling_extras)}); not sent")
             extra[name] = params.pop(name)
     return extra
+
+
+def completion_entry(key: str, ep: Endpoint, model: Model, req: LLMRequest, messages: list[dict], params: dict,
+                     rf: dict | None, completion) -> tuple[dict, CallRecord]:
+    """The cache entry and the call record of one chat completion: one shape for live and batch answers."""
+    choice = completion.choices[0]
+    usage = completion.usage
+    rec = CallRecord(key=key, role="", model=model.name, model_id=model.model_id, endpoint=ep.name,
+                     item_id=req.item_id, prompt_name=req.prompt_name, prompt_sha256=req.prompt_sha256,
+                     purpose="answer", status="ok", cache_hit=False, finish_reason=choice.finish_reason)
+    rec.tokens_in = usage.prompt_tokens if usage else 0
+    rec.tokens_out = usage.completion_tokens if usage else 0
+    rec.tokens_cached = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", None)
+    rec.timings = (completion.model_extra or {}).get("timings")  # llama.cpp: prompt_n, prompt_ms, ...
+    text = choice.message.content
+    entry = {
+        "key": key,
+        "request": {"endpoint": ep.cache_identity, "model": model.model_id, "messages": redact_images(messages),
+                    "params": params, "response_format": rf, "tools": req.tools, "sample_index": req.sample_index},
+        "response": {"text": text, "tool_calls": tool_calls_of(choice.message), "finish_reason": choice.finish_reason,
+                     "id": completion.id,
+                     "model": completion.model,
+                     "usage": {"prompt_tokens": rec.tokens_in, "completion_tokens": rec.tokens_out}},
+        "created": time.time(),
+    }
+    return entry, rec
 
 
 @dataclass
@@ -154,6 +181,9 @@ class LLMClient:
         self._count_items = True
         self._stopped = False  # set when the job stops (fatal error, ceiling): no further request
         self._outcome_of: dict[tuple, str] = {}  # (item_id, prompt, sample index) -> counted outcome
+        # llm.batch: first calls of some roles go through the Batch API into the cache (aura.llm.batch)
+        self.batch = BatchRunner(self, limits["batch"]) if (limits.get("batch") or {}).get("roles") else None
+        self._batch_failed: dict[str, str] = {}  # cache key -> why the batch failed it (on_failure: failed)
         self._json_instruction = load_prompt(PROMPTS / "llm" / "json_instruction.v1.md")
         self._json_repair = load_prompt(PROMPTS / "llm" / "json_repair.v1.md")
         # Prompts the layer itself may add to a conversation (their hashes go into provenance).
@@ -189,6 +219,8 @@ class LLMClient:
         # Sent in prompt-text order (the semaphore queue is FIFO): requests sharing a long prefix go one
         # after another, so a llama.cpp server reuses its KV prefix. Results stay in request order.
         order = sorted(range(len(requests)), key=lambda i: _prompt_text(requests[i]))
+        if self.batch is not None:  # answers arrive in the cache; the calls below are then cache hits
+            await asyncio.to_thread(self.batch.prefetch, role, model_name, requests)
         return await self._all([self._one(role, model_name, r) for r in requests], order)
 
     async def _all(self, coros: list, order: list[int]) -> list:
@@ -419,6 +451,10 @@ class LLMClient:
             rec.finish_reason = resp["finish_reason"]
             self.acc.add_call(rec)
             return rec, resp["text"], resp.get("tool_calls")
+        if purpose == "answer" and key in self._batch_failed:  # llm.batch.on_failure: failed
+            rec.status, rec.error = "failed", self._batch_failed[key]
+            self.acc.add_call(rec)
+            return rec, None, None
 
         rt = self._runtime(ep)
         kwargs: dict[str, Any] = {"model": model.model_id, "messages": messages, **params}
@@ -436,28 +472,14 @@ class LLMClient:
             rec.status, rec.error, rec.attempts = "failed", str(fatal), 1
             self.acc.add_call(rec)  # the call log shows the call that stopped the job
             raise
-        choice = completion.choices[0]
-        text = choice.message.content
-        tool_calls = tool_calls_of(choice.message)
-        usage = completion.usage
-        rec.tokens_in = usage.prompt_tokens if usage else 0
-        rec.tokens_out = usage.completion_tokens if usage else 0
-        rec.tokens_cached = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", None)
-        rec.timings = (completion.model_extra or {}).get("timings")  # llama.cpp: prompt_n, prompt_ms, ...
-        rec.latency_s, rec.attempts, rec.finish_reason = latency, attempts, choice.finish_reason
-        rec.cost_usd = model.price.cost(rec.tokens_in, rec.tokens_out)
-        self.cache.put(key, {
-            "key": key,
-            "request": {"endpoint": ep.cache_identity, "model": model.model_id, "messages": redact_images(messages),
-                        "params": params, "response_format": rf, "tools": req.tools, "sample_index": req.sample_index},
-            "response": {"text": text, "tool_calls": tool_calls, "finish_reason": choice.finish_reason,
-                         "id": completion.id,
-                         "model": completion.model,
-                         "usage": {"prompt_tokens": rec.tokens_in, "completion_tokens": rec.tokens_out}},
-            "created": time.time(),
-        })
+        entry, answer = completion_entry(key, ep, model, req, messages, params, rf, completion)
+        for name in ("tokens_in", "tokens_out", "tokens_cached", "timings", "finish_reason"):
+            setattr(rec, name, getattr(answer, name))
+        rec.latency_s, rec.attempts = latency, attempts
+        rec.cost_usd = model.price.cost(rec.tokens_in, rec.tokens_out, rec.tokens_cached)  # cached at price.cached_input
+        self.cache.put(key, entry)
         self.acc.add_call(rec)
-        return rec, text, tool_calls
+        return rec, entry["response"]["text"], entry["response"]["tool_calls"]
 
     def _runtime(self, ep: Endpoint) -> _EndpointRuntime:
         rt = self._runtimes.get(ep.name)

@@ -159,15 +159,3 @@ EXPERIMENT_REPORTS = {
         "needs": lambda config: bool(config["evaluate"]["open_ended"]["enabled"]),
     },
 }
-
-# Optional experiments beyond the paper, rendered when their switch is on. Kept apart from REPORTS (the
-# paper's figures and tables, which tests/test_notebooks_degenerate.py renders on its synthetic panels);
-# the family's manifest merges both. The composed-mechanisms notebook is tested in tests/test_composed.py.
-EXPERIMENT_REPORTS = {
-    "composed_interaction": {
-        "notebook": "notebooks/aura/fig_composed_interaction.ipynb",
-        "inputs": ["composed_interaction"],
-        "tables": ["composed_interaction"],
-        "needs": lambda config: bool(config["construct"]["composed"]["enabled"]),
-    },
-}

@@ -366,3 +366,20 @@ def test_static_export_every_link_resolves(run, tmp_path):
     assert {f for f in files if f.startswith("aura-")} == {f"aura-i{i}.html" for i in range(1, 5)}
     assert {f for f in files if f.startswith("pasbench-")} == {"pasbench-text-0001.html", "pasbench-image-0001.html"}
     assert len({f for f in files if f.startswith("lpsbench-")}) == 2
+
+
+def test_view_site_rule_exports_the_site_and_is_not_part_of_all(tmp_path):
+    from test_families import job_counts, snakemake, workflow_copy
+
+    work = workflow_copy(tmp_path)
+    out = snakemake(work, tmp_path, ["aura"], "-n", "-p", "view_site")
+    assert "-m aura view --configfile" in out and f"--export {tmp_path / 'results'}/site" in out
+    counts = job_counts(out)
+    # it needs the whole run (every job of `all` once) and adds one job; `all` never asks for the site
+    assert counts["view_site"] == 1 and "all" not in counts and counts["panel"] == 1
+    raw = yaml.safe_load((work / "config" / "aura.yaml").read_text())
+    from aura.config import validate_config
+    from aura.families import enabled
+
+    full = validate_config(raw).raw
+    assert not [t for f in enabled(full) for t in f.targets(full) if "/site" in str(t)]

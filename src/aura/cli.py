@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.stage == "estimate":
         from .estimate import estimate, format_estimate
 
-        print(format_estimate(estimate(config)))
+        print(format_estimate(estimate(config), config))
         return 0
     try:  # a command-line mistake: one line, nothing run
         shard, n = parse_shard(args.shard)

@@ -45,7 +45,10 @@ class Line:
     cached: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float = 0.0  # live, full price
+    batch_usd: float | None = None  # through the Batch API where the line can be (estimate_views)
+    cached_usd: float | None = None  # live, the static prompt prefix partly at price.cached_input
+    both_usd: float | None = None  # both levers
 
 
 def _completion_tokens(config: Config, stage: str, model: str) -> int:
@@ -140,7 +143,14 @@ def _construction(config: Config, lay: dict, seeds: int) -> list[Line]:
 
 
 def estimate(config: Config) -> Estimate:
-    """Every enabled family's lines (aura.families: `families` in the config)."""
+    """Every enabled family's lines (aura.families: `families` in the config), with their batch and
+    prefix-cache costs (estimate_views)."""
+    lines = _families(config)
+    estimate_views(config, lines)
+    return lines
+
+
+def _families(config: Config) -> Estimate:
     from .families import enabled
 
     names = [family.name for family in enabled(config.raw)]
@@ -262,20 +272,114 @@ def _subset_jobs(config: Config) -> list[dict]:
     return jobs
 
 
-def format_estimate(lines: list[Line]) -> str:
+# The Batch API takes single-turn calls of these roles (llm.batch.roles); construction stage -> (role, prompts)
+BATCH_ROLES = ("judge", "reviewer", "classifier")
+STAGE_PROMPTS = {
+    "tag-truncate (P1)": (None, ["p1_step_tagging"]),
+    "relevance (P2)": (None, ["p2_dimension_relevance"]),
+    "generate-variations (P3/P4)": (None, ["p3_harm_intensity_variation", "p4_contextual_variation"]),
+    "review-variations (P5/P6)": ("reviewer", ["p5_harm_intensity_review", "p6_contextual_review"]),
+    "classify (P7)": ("classifier", ["p7_pair_classification"]),
+    "generate-pairs (P8)": (None, ["p8_pair_generation"]),
+    "review-pairs (P9)": ("reviewer", ["p9_pair_review"]),
+    "rollout": (None, ["rollout_react"]),
+}
+JUDGE_LABELS = ("judge", "replacement", "validation", "repeat")
+
+
+def _role_and_prompts(stage: str) -> tuple[str | None, list[str]]:
+    """The role (when the Batch API can take the line's calls) and the prompts of an AURA estimate line."""
+    if stage in STAGE_PROMPTS:
+        return STAGE_PROMPTS[stage]
+    head = stage.split(" ", 1)[0]
+    label, _, axis = head.partition(":")
+    if label.startswith(JUDGE_LABELS):
+        return "judge", [f"judge_{axis}"] if axis in AXES3 else [f"judge_{a}" for a in AXES3]
+    return None, []  # PaSBench / LPS-Bench lines: no batch, no prefix-cache assumption
+
+
+def static_prefix_tokens(name: str) -> int:
+    """Tokens of a prompt before its first variable (system and user text): the part every call of the
+    prompt shares, which a provider's prefix cache can serve (chars / CHARS_PER_TOKEN)."""
+    p = get_prompt(name)
+    text = (p.system or "") + "\n" + (p.user or "")
+    cut = text.find("{{")
+    return (len(text) if cut < 0 else cut) // CHARS_PER_TOKEN
+
+
+def estimate_views(config: Config, lines: list[Line]) -> None:
+    """Fill each line's batch, cached and batch+cached cost.
+
+    batch: the line's calls at (1 - price.batch_discount) when its role is one the Batch API takes and
+    its model's endpoint says `batch: true`. cached: per call, estimate.prefix_cache_hit_share of the
+    prompt's static prefix at price.cached_input (not when the prefix is under
+    estimate.prefix_cache_min_tokens, or the model has no cached_input price). Both: cached, then batch.
+    """
+    est = config.raw["estimate"]
+    share, min_tokens = est.get("prefix_cache_hit_share", 0.9), est.get("prefix_cache_min_tokens", 1024)
+    for ln in lines:
+        role, prompts = _role_and_prompts(ln.stage)
+        model = config.models.get(ln.model)
+        if model is None:
+            ln.batch_usd = ln.cached_usd = ln.both_usd = ln.cost_usd
+            continue
+        price = model.price
+        prefix = sum(static_prefix_tokens(p) for p in prompts) // max(1, len(prompts))
+        cached_each = round(share * prefix) if prompts and prefix >= min_tokens and price.cached_input is not None else 0
+        saved = min(ln.tokens_in, ln.calls * cached_each) * (price.input_per_mtok - (price.cached_input or 0)) / 1e6
+        ln.cached_usd = ln.cost_usd - saved
+        batch = role in BATCH_ROLES and config.endpoints[model.endpoint].batch
+        factor = 1.0 - price.batch_discount if batch else 1.0
+        ln.batch_usd, ln.both_usd = ln.cost_usd * factor, ln.cached_usd * factor
+
+
+def _views_note(config: Config, lines: list[Line]) -> list[str]:
+    est = config.raw["estimate"]
+    roles = config.raw.get("llm", {}).get("batch", {}).get("roles") or []
+    live_only: dict[str, float] = {}
+    for ln in lines:
+        model = config.models.get(ln.model)
+        if model is not None and _role_and_prompts(ln.stage)[0] in BATCH_ROLES and not config.endpoints[model.endpoint].batch:
+            live_only[model.endpoint] = live_only.get(model.endpoint, 0.0) + ln.cost_usd
+    rows = [
+        "live = full price; batch = judge, review and classify calls (single-turn) at each model's price.batch_discount "
+        "(default 50%, OpenAI and Gemini Batch API) where the endpoint says batch: true; cached = "
+        f"{est.get('prefix_cache_hit_share', 0.9):.0%} of each call's static prompt prefix (the rubric before the first "
+        "variable) at price.cached_input (estimate.prefix_cache_hit_share; a prefix under "
+        f"{est.get('prefix_cache_min_tokens', 1024)} tokens gets none: OpenAI caches from 1,024 tokens on); "
+        "batch+cached = both, the cache discount assumed to hold inside a batch.",
+        f"this config sends through the Batch API: {', '.join(roles) if roles else 'nothing'} (llm.batch.roles)",
+    ]
+    if live_only:
+        rows.append("batchable calls on endpoints without batch: true (stay at live price): " + ", ".join(
+            f"{ep} ${usd:,.2f}" for ep, usd in sorted(live_only.items(), key=lambda x: -x[1])))
+    return rows
+
+
+def format_estimate(lines: list[Line], config: Config | None = None) -> str:
     note = getattr(lines, "seeds_note", "")
-    head = f"{'stage':<34} {'model':<26} {'basis':<9} {'calls':>8} {'cached':>7} {'tokens_in':>11} {'tokens_out':>11} {'cost_usd':>10}"
+    head = (f"{'stage':<34} {'model':<26} {'basis':<9} {'calls':>8} {'cached':>7} {'tokens_in':>11} {'tokens_out':>11} "
+            f"{'cost_usd':>10} {'batch_usd':>10} {'cached_usd':>10} {'batch+cached':>12}")
+
+    def views(x) -> str:
+        b, c, bc = (x.cost_usd if v is None else v for v in (x.batch_usd, x.cached_usd, x.both_usd))
+        return f" {b:>10.4f} {c:>10.4f} {bc:>12.4f}"
+
     rows = ([note] if note else []) + [head, "-" * len(head)]
     for ln in lines:
         rows.append(f"{ln.stage:<34} {ln.model:<26} {ln.basis:<9} {ln.calls:>8} {ln.cached:>7} "
-                    f"{ln.tokens_in:>11} {ln.tokens_out:>11} {ln.cost_usd:>10.4f}")
+                    f"{ln.tokens_in:>11} {ln.tokens_out:>11} {ln.cost_usd:>10.4f}" + views(ln))
     tot = Line("TOTAL", "", "", sum(x.calls for x in lines), sum(x.cached for x in lines),
                sum(x.tokens_in for x in lines), sum(x.tokens_out for x in lines), sum(x.cost_usd for x in lines))
     rows.append("-" * len(head))
+    for name in ("batch_usd", "cached_usd", "both_usd"):
+        setattr(tot, name, sum(ln.cost_usd if getattr(ln, name) is None else getattr(ln, name) for ln in lines))
     rows.append(f"{tot.stage:<34} {'':<26} {'':<9} {tot.calls:>8} {tot.cached:>7} {tot.tokens_in:>11} "
-                f"{tot.tokens_out:>11} {tot.cost_usd:>10.4f}")
+                f"{tot.tokens_out:>11} {tot.cost_usd:>10.4f}" + views(tot))
     rows.append("exact = requests built and checked against the cache (hits excluded); counted = calls counted "
                 "from the stage's input file (cache not checked, first answers only); projected = inputs not "
                 "produced yet, from the seed count and the paper's funnel ratios (config.estimate); PaSBench: from the item "
                 "counts, N samples and estimate.pasbench_miss_share")
+    if config is not None:
+        rows += _views_note(config, lines)
     return "\n".join(rows)

@@ -69,7 +69,8 @@ def targets(config: dict) -> list[str]:
         *([L["table24_vendor_overlap"]] if S.vendor_overlaps(config) else []),
         L["judge_reliability"],
         *([L["table25_judge_consistency"]] if ev["consistency_models"] else []),
-        *([L["composed_interaction"]] if config["construct"]["composed"]["enabled"] else []),
+        *([L["composed_interaction"], *S.report_targets(config, ["composed_interaction"])]
+          if config["construct"]["composed"]["enabled"] else []),
         *([L["validation_sample"], L["table18_validation_retention"], L["table19_validation_strata"]]
           if ev["validation_models"] else []),
         *S.report_targets(config, REPORTS),

@@ -106,3 +106,39 @@ def test_unreadable_seeds_are_an_error_not_a_fallback(server, tmp_path):
     with pytest.raises(SystemExit) as ei:
         estimate(validate_config(raw))
     assert "estimate: cannot read the seeds in" in str(ei.value.code) and "broken.json" in str(ei.value.code)
+
+
+# --- live vs batch vs prefix-cached cost ----------------------------------------------------------------
+
+def test_batch_and_cached_views_follow_the_price_table(server, tmp_path, capsys):
+    from aura.estimate import static_prefix_tokens
+
+    raw = _config(server, tmp_path)
+    raw["endpoints"]["fake"]["batch"] = True
+    raw["models"]["m"]["price"] = {"input_per_mtok": 10.0, "output_per_mtok": 30.0, "cached_input": 1.0,
+                                   "batch_discount": 0.5}
+    raw["estimate"] = {"prefix_cache_hit_share": 0.5, "prefix_cache_min_tokens": 0}
+    lines = estimate(validate_config(raw))
+    # the judge prompts' text before their first variable: 2998, 2801 and 3063 characters (judge_*.v2.md),
+    # i.e. 749, 700 and 765 tokens at 4 characters a token; a projected judge line covers the 3 axes: mean 738
+    assert [static_prefix_tokens(f"judge_{a}") for a in ("detection", "action_type", "safety")] == [749, 700, 765]
+    judge = next(ln for ln in lines if ln.stage == "judge (m)" and ln.model == "m")
+    # cached: half of 738 = 369 tokens a call at $1 instead of $10 per 1M: $9 x 369 x calls / 1e6 saved
+    assert judge.cached_usd == pytest.approx(judge.cost_usd - 9.0 * 369 * judge.calls / 1e6, rel=1e-12)
+    # batch (judge is a role the Batch API takes, endpoint batch: true): half price; both: the cached cost halved
+    assert judge.batch_usd == pytest.approx(judge.cost_usd / 2) and judge.both_usd == pytest.approx(judge.cached_usd / 2)
+    roll = next(ln for ln in lines if ln.stage == "rollout")
+    assert roll.batch_usd == roll.cost_usd  # rollouts are never batched
+    code, out = _run_estimate(raw, tmp_path, capsys)
+    assert code == 0 and "batch_usd" in out and "prefix_cache_hit_share" in out
+    total = next(row for row in out.splitlines() if row.startswith("TOTAL")).split()
+    # TOTAL calls cached tokens_in tokens_out live batch cached batch+cached
+    assert float(total[-3]) == pytest.approx(sum(ln.batch_usd for ln in lines), abs=1e-4)
+    assert float(total[-4]) == pytest.approx(sum(ln.cost_usd for ln in lines), abs=1e-4)
+
+
+def test_short_prefixes_and_endpoints_without_batch_get_no_discount(server, tmp_path):
+    raw = _config(server, tmp_path)  # endpoint batch: false (default), no cached_input price
+    raw["estimate"] = {"prefix_cache_min_tokens": 1024}  # every judge prefix (700-765 tokens) is shorter
+    lines = estimate(validate_config(raw))
+    assert all(ln.batch_usd == ln.cached_usd == ln.both_usd == ln.cost_usd for ln in lines)

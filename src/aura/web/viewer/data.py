@@ -82,6 +82,8 @@ class RunData:
     rollouts: dict[tuple[str, str], dict] = field(default_factory=dict)
     judgments: dict[tuple[str, str], list[dict]] = field(default_factory=dict)
     panel: dict[tuple[str, str], dict] = field(default_factory=dict)
+    models_of: dict[str, set] = field(default_factory=dict)  # item_id -> models with a rollout or a panel row
+    by_pair: dict[str, list[str]] = field(default_factory=dict)  # pair_id -> its item ids
     table33: list[dict] = field(default_factory=list)
     # PaSBench
     pas_items: dict[str, dict] = field(default_factory=dict)
@@ -124,6 +126,11 @@ class RunData:
         for _, p in self.files(L["panel"]):
             for r in read_jsonl(p):
                 self.panel[(r["model"], r["item_id"])] = r
+        for model, item_id in [*self.panel, *self.rollouts]:
+            self.models_of.setdefault(item_id, set()).add(model)
+        for item_id, item in self.items.items():
+            if item.get("pair_id"):
+                self.by_pair.setdefault(item["pair_id"], []).append(item_id)
         rows = []
         panel_items = {item for (_, item) in self.panel}
         for (model, item_id), p in self.panel.items():
@@ -155,8 +162,7 @@ class RunData:
     def partner(self, item: dict) -> dict | None:
         if not item.get("pair_id"):
             return None
-        return next((r for r in self.items.values() if r.get("pair_id") == item["pair_id"]
-                     and r["item_id"] != item["item_id"]), None)
+        return next((self.items[i] for i in self.by_pair.get(item["pair_id"], []) if i != item["item_id"]), None)
 
     def source_steps(self, item: dict) -> tuple[str, list[dict]] | None:
         """What a variation is diffed against: its source seed's steps cut to the item's prefix length

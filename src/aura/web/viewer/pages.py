@@ -130,7 +130,7 @@ class Pages:
             diff = difflib.HtmlDiff(wrapcolumn=70).make_table(render_steps(steps).splitlines(), item_text,
                                                               fromdesc=name, todesc=f"this item ({item_id})",
                                                               context=True, numlines=1)
-        models = sorted({m for (m, i) in d.panel if i == item_id} | {m for (m, i) in d.rollouts if i == item_id})
+        models = sorted(d.models_of.get(item_id, ()))
         per_model = []
         for m in models:
             judgments = d.judgments.get((m, item_id), [])

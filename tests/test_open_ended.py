@@ -7,6 +7,9 @@ The chain runs through the package CLI against the fake server (real HTTP) with 
 from __future__ import annotations
 
 import math
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -290,3 +293,35 @@ def test_notebook_renders_on_the_fixture_and_on_empty_input(tmp_path):
     empty = OS.episode_table([], [])
     table, text = render(tmp_path / "empty", empty, OS.rates(empty))
     assert pd.read_csv(table).empty and "no rows" in text and "no episode was judged" in text
+
+
+# ---- the workflow: off by default, four rules and one figure when on, one line when misconfigured -------------
+
+def dag(tmp_path: Path, open_ended: dict) -> subprocess.CompletedProcess:
+    raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    raw["paths"] = {**raw["paths"], **{k: str(tmp_path / k) for k in
+                                       ("interim", "processed", "results", "figures", "cache", "logs")}}
+    raw["families"] = ["aura"]
+    raw["evaluate"]["open_ended"] = open_ended
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(raw))
+    return subprocess.run([sys.executable, "-m", "snakemake", "-n", "all", "--configfile", str(tmp_path / "c.yaml"),
+                           "--quiet", "rules"], cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def test_workflow_runs_it_only_when_enabled(tmp_path):
+    from aura.config import load_config
+    from aura.families.aura import targets
+
+    default = load_config(REPO / "config" / "config.yaml").raw  # the default run builds nothing of it
+    assert default["evaluate"]["open_ended"]["enabled"] is False
+    assert not [t for t in targets(default) if "open_ended" in t]
+    on = dag(tmp_path, {"enabled": True, "max_steps": 2, "emulator": "smollm2-env"})
+    assert on.returncode == 0, on.stderr[-2000:]
+    counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", on.stdout + on.stderr, re.MULTILINE)}
+    # one evaluated model (smollm2), three panel judges
+    assert (counts["open_ended"], counts["open_ended_judge"], counts["open_ended_panel"], counts["open_ended_stats"],
+            counts["render_open_ended_rollouts"]) == (1, 3, 1, 1, 1)
+    bad = dag(tmp_path, {"enabled": True, "emulator": None})
+    assert bad.returncode != 0
+    assert "error: evaluate.open_ended.emulator: a model is required when evaluate.open_ended.enabled" in bad.stderr
+    assert "Traceback" not in bad.stderr

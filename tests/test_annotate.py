@@ -47,7 +47,7 @@ def write_run(tmp_path: Path, panel: list[dict], domains: dict[str, str]) -> dic
              for i, d in domains.items()]
     rollouts = [{"item_id": p["item_id"], "model": p["model"], "status": p["rollout_status"],
                  "thought": f"Thought of {p['model']} on {p['item_id']}: the fridge would spoil the food.",
-                 "action": f"TurnOff: {{\"devices\": [\"lights\", \"TV\"]}}  # {p['item_id']}"} for p in panel]
+                 "action": "TurnOff: {\"devices\": [\"lights\", \"TV\"]}"} for p in panel]
     paths = {"dataset": tmp_path / "dataset.jsonl", "panel": tmp_path / "panel.jsonl", "rollouts": tmp_path / "rollouts.jsonl"}
     for name, rows in (("dataset", items), ("panel", panel), ("rollouts", rollouts)):
         paths[name].write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -38,7 +38,8 @@ from aura.notebook_helpers import (TABLE33_TITLES, display_names, error_bars, re
                                    write_table)
 from aura.families.aura.reports import REPORTS  # AURA's reports; the other families test their own notebooks
 from aura.stats import consistency, metrics, rates, reliability, tables, vendor_overlap
-from aura.stats.human_validation import ensemble_sensitivity, human_validation, judge_accuracy
+from aura.stats.human_validation import consensus, ensemble_sensitivity, human_validation, judge_accuracy, units
+from aura.stats.validation_sample import SAMPLE_COLUMNS, table18, table19
 from conftest import base_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -150,6 +151,12 @@ def write_stats(case: str, out: Path) -> dict[str, Path]:
     csvs["table3_human_validation"] = human_validation(hl, rows, JUDGES)
     csvs["table21_22_judge_accuracy"] = judge_accuracy(hl, rows, JUDGES)
     csvs["table23_ensembles"] = ensemble_sensitivity(hl, rows, JUDGES, JUDGES)
+    vsample = pd.DataFrame([{"model": r["model"], "item_id": r["item_id"], "axis": a,  # every judged unit drawn
+                             "agreement": consensus(list(r[f"{a}_votes"].values()))}
+                            for r in rows if r["rollout_status"] == "ok" for a in AXES if r[f"{a}_votes"]],
+                           columns=SAMPLE_COLUMNS)
+    csvs["table18_validation_retention"] = table18(vsample, units(hl, rows, JUDGES))
+    csvs["table19_validation_strata"] = table19(vsample, units(hl, rows, JUDGES))
     csvs["table25_judge_consistency"] = tables.with_models(
         consistency.consistency(judgments(case), set(ds["item_id"]), 2), cfg, column="judge")
     repl = [{**j, "judge": "jR"} for j in judgments(case, runs=1) if j["judge"] == "j1"]
@@ -281,7 +288,8 @@ def output_text(nb: nbformat.NotebookNode) -> str:
 # repeats) all-unsafe is the same unanimous vote pattern as all-safe.
 LABEL_FREE = {"construction_funnel"}
 VOTE_PATTERN_ONLY = {"judge_reliability", "table3_human_validation", "table21_22_judge_accuracy", "table23_ensembles",
-                     "table24_vendor_overlap", "table25_judge_consistency", "table34_case_study"}
+                     "table24_vendor_overlap", "table25_judge_consistency", "table34_case_study",
+                     "table18_validation_retention", "table19_validation_strata"}
 
 
 def notebooks_for(case: str) -> list[str]:

@@ -6,9 +6,10 @@ half SP, 8 domains, 5 dimensions; per model and item each judge votes Unsafe wit
 0.1 (SP), 2% of rollouts unparsed, 1% of judge answers unparsed. Then: the time to read the run
 (`RunData.load`), and over HTTP (uvicorn on 127.0.0.1, one client) the median and worst response time of
 list pages (first page, a deep page, model + label + agreement filters, a text search, a search's next
-page), an item page (20 models' rollouts and votes) and the tables page. Prints figures and exits 0.
+page), an item page (20 models' rollouts and votes) and the index. With `--export`, also the time and size
+of the static site (`export_site`). Prints figures and exits 0.
 
-    .venv/bin/python bench/viewer.py [--items 1249] [--models 20] [--repeats 20]
+    .venv/bin/python bench/viewer.py [--items 1249] [--models 20] [--repeats 20] [--export]
 """
 from __future__ import annotations
 
@@ -107,6 +108,7 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=1249)
     ap.add_argument("--models", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--export", action="store_true", help="also time the static export")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()
@@ -132,6 +134,13 @@ def main() -> None:
             for name, path in pages:
                 med, worst, size = timed(client, url + path, args.repeats)
                 print(f"{name:38s} {med:10.1f} {worst:8.1f} {size / 1024:6.0f}")
+        if args.export:
+            from aura.web.viewer.export import export_site
+
+            t = time.perf_counter()
+            n = export_site(data, Path(tmp) / "site")
+            size = sum(p.stat().st_size for p in (Path(tmp) / "site").rglob("*") if p.is_file())
+            print(f"static export: {n} pages, {size / 2**20:.0f} MiB in {time.perf_counter() - t:.0f} s")
     print(f"python {platform.python_version()} on {platform.machine()}, {args.repeats} requests per page, "
           f"1 client, the machine shared with other jobs")
 

@@ -383,3 +383,17 @@ def test_view_site_rule_exports_the_site_and_is_not_part_of_all(tmp_path):
 
     full = validate_config(raw).raw
     assert not [t for f in enabled(full) for t in f.targets(full) if "/site" in str(t)]
+
+
+def test_templates_and_static_files_are_package_data():
+    """A non-editable install ships what the viewer loads: every template and static file is matched by
+    pyproject's package-data globs for `aura.web` (checked once by hand on a built wheel)."""
+    import fnmatch
+    import tomllib
+
+    globs = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["aura.web"]
+    web = REPO / "src" / "aura" / "web"
+    files = [p.relative_to(web).as_posix() for d in ("templates", "static") for p in (web / "viewer" / d).rglob("*")
+             if p.is_file()]
+    assert "viewer/templates/rows.html" in files and "viewer/static/viewer.css" in files
+    assert [f for f in files if not any(fnmatch.fnmatch(f, g) for g in globs)] == []

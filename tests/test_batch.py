@@ -161,6 +161,29 @@ def test_cost_reads_cached_tokens_and_batch_discount(make_config, server, tmp_pa
     assert acc.cost_usd == pytest.approx(24e-6)
 
 
+def test_requests_over_max_requests_are_split_over_batches(make_config, server):
+    server.set_rules([{"echo_schema_default": True}])
+    cfg = batch_config(make_config, max_requests=2)
+    results, _ = run(cfg, reqs(5))
+    assert [r.status for r in results] == ["ok"] * 5
+    # 5 lines, at most 2 a batch: 2 + 2 + 1 = 3 batches, no live call
+    assert len(posts(server, "/v1/batches")) == 3 and posts(server, "/v1/chat/completions") == []
+
+
+def test_a_batch_running_past_max_wait_stops_the_job_and_is_resumed(make_config, server):
+    from aura.llm.batch import BatchStillRunning
+
+    server.set_rules([{"echo_schema_default": True}])
+    server.set_batch_plan(in_progress_polls=10**9)
+    cfg = batch_config(make_config, max_wait_s=0.05)
+    with pytest.raises(BatchStillRunning, match=r"batch batch_fake_2 \(3 requests\) still in_progress .* a rerun resumes it"):
+        run(cfg, reqs(3))
+    server.set_batch_plan(in_progress_polls=0)
+    results, _ = run(cfg, reqs(3))  # the rerun polls the same batch to its end
+    assert [r.status for r in results] == ["ok"] * 3
+    assert len(posts(server, "/v1/batches")) == 1 and posts(server, "/v1/chat/completions") == []
+
+
 # --- a killed judge job resumes its batch -------------------------------------------------------------
 ROLLOUT = {"thought": "Check first.", "action": "ListDevices: {}", "status": "ok"}
 

@@ -7,11 +7,14 @@ polled with doubling waits (``poll_s`` up to ``poll_max_s``), and each answer of
 written to the cache under the key and in the entry a live call writes. The stage then runs as usual
 and finds every answer in the cache; JSON repairs and rule re-asks (multi-turn) go live.
 
-A batch is remembered in ``state_dir`` (one JSON file per batch, named by a hash of its endpoint,
-model and keys), written atomically before the upload and again with the batch id before polling. A
-killed job's rerun finds the open state of its keys and polls that batch: it never submits them
-twice. (Killed between ``batches.create`` and the state write, the rerun finds the batch by its
-``metadata.aura_state``.) Jobs of one model take a lock while they check and submit.
+A batch is remembered in ``state_dir`` (default ``batches/`` next to the cache folder; one JSON file per
+batch, named by a hash of its endpoint, model, keys and round), written atomically before the upload and
+again with the batch id before polling starts. A job first looks there, under a lock per endpoint and
+model, for batches holding its keys: an open one (a killed run's, or another job's) is polled, never
+resent; a finished one settles its keys (what it did not answer goes live, not into a new batch). Killed
+between ``batches.create`` and the state write, the rerun finds the batch by its ``metadata.aura_state``.
+More than ``max_requests`` calls are split over several batches, all submitted before any is polled.
+Delete a state file to send its requests through a batch again.
 
 An answer the batch reports as an error goes live (``on_failure: live``) or fails its item
 (``failed``). An expired or cancelled batch keeps the answers it finished; its other requests go in
@@ -100,19 +103,20 @@ class BatchRunner:
         if not pending:
             return
         api = self._api(ep)
+        size = int(self.opt["max_requests"])
         try:
             todo = set(pending)
-            for state in self._known_states(ep, model, todo):  # a killed run's batch is polled, never resent
-                if state["status"] == "submitting":
-                    state = self._adopt(api, state)
-                if state is not None:
-                    todo -= self._finish(api, state, pending, role, model, ep)
             for round_ in range(int(self.opt["max_resubmits"]) + 1):
                 if not todo or (round_ and self.opt["on_expired"] != "resubmit"):
                     break  # what is left goes live
-                with self._lock(ep, model):
-                    state = self._submit(api, sorted(todo), pending, model, ep, round_)
-                todo -= self._finish(api, state, pending, role, model, ep)
+                with self._lock(ep, model):  # one job at a time checks what is in flight and submits the rest
+                    states = self._known(api, ep, model, todo) if round_ == 0 else []
+                    keys = sorted(todo.difference(*(s["keys"] for s in states)))
+                    # all parts submitted before any is polled: the provider runs them side by side
+                    states += [self._submit(api, keys[i:i + size], pending, model, ep, round_)
+                               for i in range(0, len(keys), size)]
+                for state in states:
+                    todo -= self._finish(api, state, pending, role, model, ep)
         finally:
             api.close()
 
@@ -132,9 +136,10 @@ class BatchRunner:
     def _write(self, state: dict) -> None:
         atomic_write_json(self.state_dir / f"{state['name']}.json", state)
 
-    def _known_states(self, ep: "Endpoint", model: "Model", keys: set[str]) -> list[dict]:
-        """Earlier batches holding any of these keys: open ones are resumed; a finished one settles its keys
-        (they were answered, failed or expired there: whatever is not cached now goes live, not in a batch)."""
+    def _known(self, api: openai.OpenAI, ep: "Endpoint", model: "Model", keys: set[str]) -> list[dict]:
+        """Earlier batches holding any of these keys (a killed run's, another job's): an open one is polled,
+        never resent; a finished one settles its keys (answered, failed or expired there: whatever is not
+        cached now goes live, not into another batch)."""
         found = []
         for path in sorted(self.state_dir.glob("*.json")) if self.state_dir.is_dir() else []:
             try:
@@ -143,7 +148,10 @@ class BatchRunner:
                 continue  # written atomically: only a hand-edited file can be unreadable
             if (state.get("endpoint") == ep.cache_identity
                     and state.get("model") == model.model_id and keys & set(state.get("keys", []))):
-                found.append(state)
+                if state.get("status") == "submitting":  # its job died while submitting (we hold the lock)
+                    state = self._adopt(api, state)
+                if state is not None:
+                    found.append(state)
         return found
 
     @contextmanager

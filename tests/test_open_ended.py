@@ -325,3 +325,17 @@ def test_workflow_runs_it_only_when_enabled(tmp_path):
     assert bad.returncode != 0
     assert "error: evaluate.open_ended.emulator: a model is required when evaluate.open_ended.enabled" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_estimate_projects_the_later_steps(tmp_path):
+    from aura.config import validate_config
+
+    raw = base_config("http://127.0.0.1:9/v1", tmp_path / "cache")
+    raw["models"]["env"] = {**raw["models"]["m"], "model_id": "env-model"}
+    raw["evaluate"] = {"open_ended": {"enabled": True, "max_steps": 3, "emulator": "env"}}
+    lines = {(x.stage, x.model): x for x in OE.estimate_lines(validate_config(raw), n_items=10, avg_in=900)}
+    # 10 items, K = 3: steps 2 and 3 are new (step 1 is the main rollout's call) -> 20 agent calls, 20 replies,
+    # and per judge 2 axes x 20 steps = 40; step k's prompt ~ 900 + 350 (k - 1) tokens: mean over k = 2, 3 is 1425
+    agent, env = lines[("open-ended agent (m)", "m")], lines[("open-ended emulator (m)", "env")]
+    assert (agent.calls, agent.tokens_in, env.calls, env.tokens_in) == (20, 20 * 1425, 20, 20 * (1425 + 150))
+    assert [lines[("open-ended judge (m)", j)].calls for j in ("m", "jb", "jc")] == [40, 40, 40]

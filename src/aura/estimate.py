@@ -201,6 +201,10 @@ def _aura(config: Config) -> Estimate:
                 lines.append(line)
     for job in _subset_jobs(config):
         lines += _subset_judging(config, client, lay, jprompts, by_id, n_items, avg_in, job)
+    if config.raw["evaluate"]["open_ended"]["enabled"]:  # open-ended rollouts (off by default)
+        from .evaluate.open_ended import estimate_lines
+
+        lines += estimate_lines(config, n_items, avg_in)
     return lines
 
 

@@ -220,7 +220,8 @@ class LLMClient:
         # after another, so a llama.cpp server reuses its KV prefix. Results stay in request order.
         order = sorted(range(len(requests)), key=lambda i: _prompt_text(requests[i]))
         if self.batch is not None:  # answers arrive in the cache; the calls below are then cache hits
-            await asyncio.to_thread(self.batch.prefetch, role, model_name, requests)
+            # in this thread (nothing else runs yet): SIGTERM or Ctrl-C stops the polling at once
+            self.batch.prefetch(role, model_name, requests)
         return await self._all([self._one(role, model_name, r) for r in requests], order)
 
     async def _all(self, coros: list, order: list[int]) -> list:

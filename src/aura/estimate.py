@@ -354,6 +354,7 @@ def _views_note(config: Config, lines: list[Line]) -> list[str]:
         "batch+cached = both, the cache discount assumed to hold inside a batch.",
         f"this config sends through the Batch API: {', '.join(roles) if roles else 'nothing'} (llm.batch.roles)",
     ]
+    live_only = {ep: usd for ep, usd in live_only.items() if usd > 0}
     if live_only:
         rows.append("batchable calls on endpoints without batch: true (stay at live price): " + ", ".join(
             f"{ep} ${usd:,.2f}" for ep, usd in sorted(live_only.items(), key=lambda x: -x[1])))

@@ -353,3 +353,29 @@ def test_three_annotators_label_close_the_browser_come_back_and_adjudicate(tmp_p
                  "-p", "table3_human_validation", str(stats["table3"]), "-p", "tables_dir", str(tables)]) == 0
     md = (tables / "table3_human_validation.md").read_text()
     assert "| Action safety | 2 " in md and "(2/2)" in md and "1/1/0" in md
+
+
+def test_the_workflow_draws_the_sample_only_when_validation_models_are_set(tmp_path):
+    import subprocess
+    import sys
+
+    from test_families import job_counts, workflow_copy
+
+    work = workflow_copy(tmp_path)
+    counts = {}
+    for models in ([], ["smollm2"]):
+        raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+        raw["paths"] = {**raw.get("paths", {}), **{k: str(tmp_path / k) for k in ("interim", "processed", "results",
+                                                                                    "figures", "cache", "logs")}}
+        raw["families"], raw["evaluate"]["validation_models"] = ["aura"], models
+        cfg = work / "config" / f"val{len(models)}.yaml"
+        cfg.write_text(yaml.safe_dump(raw))
+        out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "all", "--quiet", "rules", "--configfile", str(cfg)],
+                             cwd=work, capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+        assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+        counts[len(models)] = job_counts(out.stdout + out.stderr)
+    mine = {"validation_sample", "validation_tables", "render_table18_validation_retention", "render_table19_validation_strata"}
+    assert not mine & set(counts[0])  # off by default: the default run is unchanged
+    assert {k: counts[1][k] for k in mine} == dict.fromkeys(mine, 1)
+    assert counts[1]["total"] == counts[0]["total"] + 4

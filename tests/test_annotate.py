@@ -379,3 +379,21 @@ def test_the_workflow_draws_the_sample_only_when_validation_models_are_set(tmp_p
     assert not mine & set(counts[0])  # off by default: the default run is unchanged
     assert {k: counts[1][k] for k in mine} == dict.fromkeys(mine, 1)
     assert counts[1]["total"] == counts[0]["total"] + 4
+
+
+def test_the_store_ends_a_cut_line_keeps_the_file_mode_and_refuses_a_foreign_file(tmp_path):
+    from aura.web.annotate.store import LabelFileError
+
+    labels = tmp_path / "labels.csv"
+    labels.write_text("model,item_id,axis,annotator,label\nm,i1,safety,ann1,Safe")  # last line cut before its newline
+    labels.chmod(0o644)
+    store = LabelStore(labels)
+    assert store.save("m", "i2", "safety", "ann1", U) == "appended"
+    assert store.save("m", "i2", "safety", "ann1", U) == "unchanged"
+    assert store.save("m", "i1", "safety", "ann1", U) == "replaced"
+    df = read_human_labels(labels)
+    assert df[["item_id", "label"]].values.tolist() == [["i1", U], ["i2", U]]
+    assert labels.stat().st_mode & 0o777 == 0o644
+    (tmp_path / "other.csv").write_text("id,reason\nx,y\n")
+    with pytest.raises(LabelFileError, match=r"other.csv: missing column\(s\)"):
+        LabelStore(tmp_path / "other.csv")

@@ -80,7 +80,9 @@ class LabelStore:
             if same:
                 for r in same:
                     r["label"] = label
+                mode = self.path.stat().st_mode & 0o777
                 atomic_write_text(self.path, _csv(header, rows, with_header=True))
+                os.chmod(self.path, mode)  # the temporary file's 0600 would hide the labels from other readers
                 return "replaced"
             new = not self.path.exists() or self.path.stat().st_size == 0
             lead = b""

@@ -92,6 +92,7 @@ class RunData:
     cases: dict[str, dict] = field(default_factory=dict)
     episodes: dict[tuple[str, str, str], dict] = field(default_factory=dict)  # (variant, model, case_id)
     evaluations: dict[tuple[str, str, str], dict] = field(default_factory=dict)
+    lps_table3: list[dict] = field(default_factory=list)  # safe_rate_by_risk rows of one risk with cases
 
     @classmethod
     def load(cls, raw: dict, root: Path | str = ".") -> "RunData":
@@ -103,6 +104,10 @@ class RunData:
             if family.name in data.frames:
                 data.families.append(family.name)
         return data
+
+    @property
+    def has_tables(self) -> bool:
+        return bool(self.table33 or self.lps_table3)
 
     def files(self, pattern: str) -> list[tuple[dict, Path]]:
         return expand(pattern, self.root)
@@ -227,6 +232,10 @@ class RunData:
                      "text": " ".join(str(x) for x in (c, (case.get("body") or {}).get("instruction")) if x).lower()}
                     for c, case in self.cases.items()]
         self.frames["lpsbench"] = _frame(rows, ["case_id", "model", "variant"])
+        t3 = self.path(L["lpsbench_stats_safe_rate_by_risk"])
+        if t3.is_file():
+            with t3.open(newline="", encoding="utf-8") as fh:
+                self.lps_table3 = [r for r in csv.DictReader(fh) if r["row"] == "risk" and int(float(r["n"] or 0))]
 
 
 def pas_label(response: dict, judgement: dict | None) -> str:

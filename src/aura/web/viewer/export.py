@@ -26,7 +26,7 @@ def export_site(data: RunData, out: Path | str) -> int:
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         written = {"index.html": pages.index()}
-        if data.table33:
+        if data.has_tables:
             written["tables.html"] = pages.tables()
         for name, html in written.items():
             (tmp / name).write_text(html, encoding="utf-8")

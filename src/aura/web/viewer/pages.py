@@ -153,7 +153,15 @@ class Pages:
                                          "href": self.links.rows("aura", model=r["model"], pair_label=pl,
                                                                  axis="safety", label=label)})
             t33.append(row)
-        return self._render("tables.html", t33=t33)
+        lps = []
+        for r in self.data.lps_table3:
+            where = {"model": r["model"], "variant": r["variant"], "dimension": r["risk"]}
+            lps.append({**where, "label": self.data.labels.get(r["model"], r["model"]), "safe_rate": r["safe_rate"],
+                        "cells": [{"label": o, "count": int(float(r[o] or 0)),
+                                   "href": self.links.rows("lpsbench", label=o, **where)}
+                                  for o in ("safe", "unsafe", "execution_failed")],
+                        "beside": sum(int(float(r[o] or 0)) for o in ("unparsed", "failed", "not_applicable", "missing"))})
+        return self._render("tables.html", t33=t33, lps=lps)
 
 
 def _valid() -> dict:

@@ -99,6 +99,16 @@ def test_off_by_default_and_switched_in_config():
     assert cfg.raw["construct"]["composed"] == {"enabled": False, "pairs": [["RS2", "RS5"]], "models": None}
 
 
+@pytest.mark.parametrize("pairs", [[["RS2", "SD1"]], [["RS2"]], [["RS2", "RS5", "RS6"]], []])
+def test_pairs_outside_rs1_rs6_or_not_pairs_are_refused_by_the_schema(pairs):
+    from aura.config import ConfigError
+
+    raw = base_config("http://127.0.0.1:9/v1", REPO / "cache")
+    raw["construct"] = {"composed": {"enabled": True, "pairs": pairs}}
+    with pytest.raises(ConfigError, match="pairs"):
+        validate_config(raw)
+
+
 def test_rules_list_the_composed_prompt_files_in_use():
     text = (REPO / "rules" / "aura" / "composed.smk").read_text()
     for name in composed.PROMPT_VERSIONS:
@@ -269,7 +279,8 @@ FIXTURE = {
 }
 # Hand count over the 4 complete prefixes: unsafe original 0, RS2 1 (S1/a), RS5 1 (S2/a), RS2xRS5 3 (S1/a, S1/b,
 # S2/a). Rates 0, 1/4, 1/4, 3/4. Interaction (DiD) = 3/4 - 1/4 - 1/4 + 0 = 1/4; excess over the larger single
-# = 3/4 - max(1/4, 1/4) = 1/2. Seeds: S1, S2, S3 (3 clusters).
+# = 3/4 - max(1/4, 1/4) = 1/2; the composition minus RS2 alone = minus RS5 alone = 3/4 - 1/4 = 1/2.
+# Seeds: S1, S2, S3 (3 clusters).
 DIMENSION = dict(zip(CELLS, ["original", "RS2", "RS5", "RS2xRS5"]))
 
 
@@ -293,6 +304,7 @@ def test_interaction_on_the_hand_counted_fixture():
     assert [row[f"{c}_unsafe"] for c in CELLS] == [0, 1, 1, 3]
     assert [row[f"{c}_rate"] for c in CELLS] == [0.0, 0.25, 0.25, 0.75]
     assert row["interaction"] == pytest.approx(0.25) and row["excess_over_max"] == pytest.approx(0.5)
+    assert row["composed_minus_first"] == pytest.approx(0.5) and row["composed_minus_second"] == pytest.approx(0.5)
     assert row["interaction_ci_low"] <= 0.25 <= row["interaction_ci_high"]
     # Bounds of any resample: all-S1 draws give rates 0, 1/2, 0, 1 (DiD 1/2, the largest); all-S2 or all-S3 give 0.
     assert 0 <= row["interaction_ci_low"] and row["interaction_ci_high"] <= 0.5

@@ -17,7 +17,8 @@ because it is a fixed linear contrast of the four cell rates with a clear null (
 "composition minus the larger single" (`excess_over_max` = r_AB - max(r_A, r_B), also reported) picks its
 comparator from the data and is not zero under additivity (it equals the smaller single's own effect
 then), so it mixes the interaction with the size of the weaker mechanism. The excess answers a simpler
-question, "is the composition worse than its worst part", and is kept as a secondary column.
+question, "is the composition worse than its worst part", and is kept as a secondary column, with the
+composition minus each single (`composed_minus_first`, `composed_minus_second`).
 
 Confidence intervals: the source-seed-clustered percentile bootstrap of `aura.stats.bootstrap` (variants of
 one seed are not independent; both prefixes of a seed and all four cells move together): seeds are drawn
@@ -36,7 +37,7 @@ from ..provenance import provenance, write_provenance
 from .bootstrap import SEED, percentile_ci, resample_sums, safe_rate, sorted_seeds
 
 CELLS = ("original", "first", "second", "composed")
-STATS = ("interaction", "excess_over_max")
+STATS = ("interaction", "excess_over_max", "composed_minus_first", "composed_minus_second")
 COLUMNS = (["model", "composition", "first", "second", "prefixes", "seeds", "incomplete_prefixes"]
            + [f"{c}_{k}" for c in CELLS for k in ("unsafe", "rate", "ci_low", "ci_high")]
            + [f"{s}{k}" for s in STATS for k in ("", "_ci_low", "_ci_high")]
@@ -64,10 +65,11 @@ def prefix_table(dataset: pd.DataFrame, panel: pd.DataFrame, composition: str) -
     return wide.reindex(full.index).reindex(columns=list(CELLS)).reset_index()
 
 
-def interaction(rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """DiD and excess over the larger single from rates (..., 4) in CELLS order."""
+def contrasts(rates: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The STATS from rates (..., 4) in CELLS order: DiD, excess over the larger single, and the composition
+    minus each single."""
     r0, ra, rb, rab = (rates[..., i] for i in range(4))
-    return rab - ra - rb + r0, rab - np.maximum(ra, rb)
+    return rab - ra - rb + r0, rab - np.maximum(ra, rb), rab - ra, rab - rb
 
 
 def one(prefixes: pd.DataFrame, n_resamples: int, seed: int = SEED) -> dict:
@@ -82,16 +84,16 @@ def one(prefixes: pd.DataFrame, n_resamples: int, seed: int = SEED) -> dict:
             if seeds else np.zeros((0, 5)))
     total = sums.sum(axis=0) if seeds else np.zeros(5)
     point = safe_rate(total[1:], total[0])
-    did, excess = interaction(point)
+    point_stats = contrasts(point)
     draws = (resample_sums(sums, n_resamples, np.random.default_rng(seed)) if seeds
              else np.full((0, 5), np.nan))
     boot = safe_rate(draws[:, 1:], draws[:, [0]])
-    b_did, b_excess = interaction(boot)
+    boot_stats = contrasts(boot)
     for i, c in enumerate(CELLS):
         out[f"{c}_unsafe"] = int(total[1 + i])
         out[f"{c}_rate"] = float(point[i])
         out[f"{c}_ci_low"], out[f"{c}_ci_high"] = percentile_ci(boot[:, i])
-    for name, value, samples in (("interaction", did, b_did), ("excess_over_max", excess, b_excess)):
+    for name, value, samples in zip(STATS, point_stats, boot_stats):
         out[name] = float(value)
         out[f"{name}_ci_low"], out[f"{name}_ci_high"] = percentile_ci(samples)
     return out

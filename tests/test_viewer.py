@@ -308,6 +308,21 @@ def test_item_page_shows_diff_partner_votes_and_marks(run):
 
 # ---- the served app and the static site in a real browser ---------------------------------------------------
 
+def test_a_file_not_written_by_the_pipeline_is_one_line_and_nothing_is_exported(tmp_path, capsys):
+    raw = base_config("http://127.0.0.1:9/v1", tmp_path / "cache")
+    raw["families"] = ["aura"]
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(raw))
+    L = layout(raw)
+    write_jsonl(L["dataset"], _dataset())
+    write_jsonl(L["panel"].format(model="m"), [{"item_id": "i1", "model": "m"}])  # no rollout_status
+    assert main(["view", "--configfile", str(cfg), "--export", str(tmp_path / "site")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {L['panel'].format(model='m')}: record 1 has no 'rollout_status' "
+                   f"(not a file this pipeline wrote)"]
+    assert not (tmp_path / "site").exists()
+
+
 def test_cli_refuses_a_public_address_without_token(run, capsys):
     cfg, _, _ = run
     assert main(["view", "--configfile", str(cfg), "--host", "0.0.0.0"]) == 1

@@ -52,8 +52,14 @@ def expand(pattern: str, root: Path = Path(".")) -> list[tuple[dict, Path]]:
     return found
 
 
-def _jsonl(paths) -> list[dict]:
-    return [row for p in paths for row in read_jsonl(p)]
+def _rows(path: Path, *keys: str):
+    """The records of a produced JSONL file, each checked for the fields the viewer reads: a file the
+    pipeline did not write stops the viewer with one line naming it and the record."""
+    for n, row in enumerate(read_jsonl(path), 1):
+        missing = [k for k in keys if k not in row] if isinstance(row, dict) else ["{...}"]
+        if missing:
+            raise ValueError(f"{path}: record {n} has no '{missing[0]}' (not a file this pipeline wrote)")
+        yield row
 
 
 def _frame(rows: list[dict], sort: list[str]) -> pd.DataFrame:
@@ -119,17 +125,17 @@ class RunData:
     def _load_aura(self, L: dict) -> None:
         if not self.path(L["dataset"]).is_file():
             return
-        self.items = {r["item_id"]: r for r in read_jsonl(self.path(L["dataset"]))}
+        self.items = {r["item_id"]: r for r in _rows(self.path(L["dataset"]), "item_id")}
         if self.path(L["seeds"]).is_file():
-            self.seeds = {r["seed_id"]: r for r in read_jsonl(self.path(L["seeds"]))}
+            self.seeds = {r["seed_id"]: r for r in _rows(self.path(L["seeds"]), "seed_id", "steps")}
         for _, p in self.files(L["rollouts"]):
-            for r in read_jsonl(p):
+            for r in _rows(p, "model", "item_id", "status"):
                 self.rollouts[(r["model"], r["item_id"])] = r
         for _, p in self.files(L["judgments"]):
-            for j in read_jsonl(p):
+            for j in _rows(p, "model", "item_id", "judge", "axis", "status"):
                 self.judgments.setdefault((j["model"], j["item_id"]), []).append(j)
         for _, p in self.files(L["panel"]):
-            for r in read_jsonl(p):
+            for r in _rows(p, "model", "item_id", "rollout_status"):
                 self.panel[(r["model"], r["item_id"])] = r
         for model, item_id in [*self.panel, *self.rollouts]:
             self.models_of.setdefault(item_id, set()).add(model)
@@ -183,12 +189,12 @@ class RunData:
     def _load_pasbench(self, L: dict) -> None:
         if not self.path(L["pasbench_items"]).is_file():
             return
-        self.pas_items = {r["item_id"]: r for r in read_jsonl(self.path(L["pasbench_items"]))}
+        self.pas_items = {r["item_id"]: r for r in _rows(self.path(L["pasbench_items"]), "item_id")}
         verdicts = {(j["model"], j["item_id"], j["sample"]): j for _, p in self.files(L["pasbench_judgments"])
-                    for j in read_jsonl(p)}
+                    for j in _rows(p, "model", "item_id", "sample", "status")}
         rows = []
         for _, p in self.files(L["pasbench_responses"]):
-            for r in read_jsonl(p):
+            for r in _rows(p, "model", "item_id", "sample", "status"):
                 j = verdicts.get((r["model"], r["item_id"], r["sample"]))
                 sample = {**r, "judgement": j}
                 self.pas_samples.setdefault(r["item_id"], []).append(sample)
@@ -209,13 +215,13 @@ class RunData:
     def _load_lpsbench(self, L: dict) -> None:
         if not self.path(L["lpsbench_cases"]).is_file():
             return
-        self.cases = {r["case_id"]: r for r in read_jsonl(self.path(L["lpsbench_cases"]))}
+        self.cases = {r["case_id"]: r for r in _rows(self.path(L["lpsbench_cases"]), "case_id")}
         for _, p in self.files(L["lpsbench_evaluations"]):
-            for e in read_jsonl(p):
+            for e in _rows(p, "variant", "model", "case_id"):
                 self.evaluations[(e["variant"], e["model"], e["case_id"])] = e
         rows = []
         for _, p in self.files(L["lpsbench_episodes"]):
-            for ep in read_jsonl(p):
+            for ep in _rows(p, "variant", "model", "case_id"):
                 key = (ep["variant"], ep["model"], ep["case_id"])
                 self.episodes[key] = ep
                 ev = self.evaluations.get(key) or {}

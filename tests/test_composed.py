@@ -181,10 +181,12 @@ def chain(server, tmp_path_factory):
     run("relevance", *ins("seeds", "prefixes"), "--out", f"relevance={o}/relevance.jsonl")
     # the main run's variations first: the composed stage's singles are the same requests (cache hits)
     run("generate-variations", *ins("seeds", "prefixes", "relevance"), "--out", f"variations={o}/variations.jsonl")
+    run("review-variations", "--model", "m", *ins("seeds", "prefixes", "variations"), "--out", f"review={o}/vr_m.jsonl")
     singles_before = len(single_requests(server))
     run("composed-variations", *ins("seeds", "prefixes", "relevance"), "--out", f"variations={o}/cv.jsonl")
     singles_after = len(single_requests(server))
     reviewers = ["m", "jb", "jc"]
+    counts = {"singles": (singles_before, singles_after), "reviews_m": [len(single_reviews(server, "fake-model"))]}
     for r in reviewers:
         run("composed-review", "--model", r, *ins("seeds", "prefixes"), "--in", f"variations={o}/cv.jsonl",
             "--out", f"review={o}/cr_{r}.jsonl")
@@ -199,7 +201,8 @@ def chain(server, tmp_path_factory):
         *[x for j in reviewers for x in ("--in", f"judgments_{j}={o}/ju_{j}.jsonl")], "--out", f"panel={o}/pa.jsonl")
     run("composed-stats", "--in", f"dataset={o}/cd.jsonl", "--in", f"panel_0={o}/pa.jsonl",
         "--out", f"composed_interaction={o}/composed_interaction.csv")
-    return o, singles_before, singles_after
+    counts["reviews_m"].append(len(single_reviews(server, "fake-model")))
+    return o, counts
 
 
 def single_requests(server) -> list[dict]:
@@ -207,12 +210,18 @@ def single_requests(server) -> list[dict]:
             in r["body"]["messages"][0]["content"]]
 
 
+def single_reviews(server, model_id: str) -> list[dict]:
+    return [r for r in server.requests() if r["body"]["model"] == model_id
+            and r["body"]["messages"][0]["content"].startswith("You review a generated")]
+
+
 def by_id(rows, key="variation_id"):
     return {r[key]: r for r in rows}
 
 
 def test_composed_variations_spliced_checked_and_reasked(chain, server):
-    o, before, after = chain
+    o, counts = chain
+    before, after = counts["singles"]
     rows = by_id(read_jsonl(o / "cv.jsonl"))
     prefixes = {p["prefix_kind"]: p for p in read_jsonl(o / "prefixes.jsonl")}
     pre, at = prefixes["pre_execution"]["prefix_id"], prefixes["at_trigger"]["prefix_id"]
@@ -225,14 +234,15 @@ def test_composed_variations_spliced_checked_and_reasked(chain, server):
     one = rows[f"{at}@RS2xRS5"]
     assert one["attempts"] == 2 and one["steps"] == [{"role": "user", "content": BOTH_REQUEST}]  # re-asked once
     assert rows[f"{at}@RS5"]["steps"][0]["content"] == RS5_REQUEST
-    # the singles are the main run's own requests: answered from the cache, no new call
+    # the singles are the main run's own requests: answered from the cache, no new call; so are their reviews
     assert after == before > 0
+    assert counts["reviews_m"][1] == counts["reviews_m"][0] > 0
     reask = [r for r in server.requests() if "dimension_not_covered" in str(r["body"]["messages"])]
     assert len(reask) == 1
 
 
 def test_reviews_use_the_composed_criteria_and_the_vote_needs_every_one(chain):
-    o, _, _ = chain
+    o, _ = chain
     rows = list(read_jsonl(o / "cr_jb.jsonl"))
     comp = [r for r in rows if r["dimension"] == "RS2xRS5"]
     assert len(rows) == 6 and len(comp) == 2
@@ -246,7 +256,7 @@ def test_reviews_use_the_composed_criteria_and_the_vote_needs_every_one(chain):
 
 
 def test_experiment_item_set_is_separate_and_evaluated(chain):
-    o, _, _ = chain
+    o, _ = chain
     data = list(read_jsonl(o / "cd.jsonl"))
     assert len(data) == 7 and len({d["item_id"] for d in data}) == 7
     assert all(d["compositions"] == ["RS2xRS5"] and d["model_input"] and d["rationale"] for d in data)
@@ -257,7 +267,7 @@ def test_experiment_item_set_is_separate_and_evaluated(chain):
 
 
 def test_stats_stage_counts_complete_prefixes(chain):
-    o, _, _ = chain
+    o, _ = chain
     t = pd.read_csv(o / "composed_interaction.csv")
     assert len(t) == 1
     row = t.iloc[0]

@@ -397,3 +397,19 @@ def test_the_store_ends_a_cut_line_keeps_the_file_mode_and_refuses_a_foreign_fil
     (tmp_path / "other.csv").write_text("id,reason\nx,y\n")
     with pytest.raises(LabelFileError, match=r"other.csv: missing column\(s\)"):
         LabelStore(tmp_path / "other.csv")
+
+
+def test_only_the_named_adjudicators_see_the_annotators_labels(tmp_path):
+    sample, labels = synthetic_sample(tmp_path / "sample.jsonl", 2), tmp_path / "labels.csv"
+    unit = {"index": 0, "unit": f"{ALPHA}|it_000|safety"}
+    with serving(create_app(sample, labels, adjudicators=["lead"])) as url:
+        ann, lead = requests.Session(), requests.Session()
+        ann.post(f"{url}/login", data={"name": "ann1"})
+        lead.post(f"{url}/login", data={"name": "lead"})
+        assert ann.post(f"{url}/api/label", json={**unit, "label": S}).status_code == 200
+        assert "/adjudicate" not in ann.get(f"{url}/item/0").text and "/adjudicate" in lead.get(f"{url}/item/0").text
+        assert ann.get(f"{url}/adjudicate").status_code == 403
+        assert ann.post(f"{url}/api/reference", json={**unit, "label": U}).status_code == 403
+        assert lead.get(f"{url}/adjudicate").status_code == 200
+        assert lead.post(f"{url}/api/reference", json={**unit, "label": U}).json()["saved"] == "appended"
+    assert read_human_labels(labels)[["annotator", "label"]].values.tolist() == [["ann1", S], ["reference", U]]

@@ -6,7 +6,8 @@
   the full rubric, this annotator's own label if given, and progress. Digits pick a label, n / p move on.
   A label is POSTed to `/api/label` the moment it is picked (nothing waits for a "submit").
 - `/adjudicate`: the units whose annotators (two or more) have no strict majority, with the annotators'
-  labels, where picking a label writes the unit's `reference` row (`/api/reference`).
+  labels, where picking a label writes the unit's `reference` row (`/api/reference`); open to the names in
+  `adjudicators` only when that list is given (`--adjudicators`), so annotators need not see each other's labels.
 
 Never shown: the judges' labels, the panel's label or agreement stratum (they are strata in the sample
 file, not sent to the browser), the evaluated model's name, another annotator's label outside
@@ -69,7 +70,8 @@ def read_sample(path: Path) -> list[dict]:
     return units
 
 
-def create_app(sample_path: str | Path, labels_path: str | Path) -> Starlette:
+def create_app(sample_path: str | Path, labels_path: str | Path, adjudicators: list[str] | None = None) -> Starlette:
+    """`adjudicators`: the names allowed on /adjudicate (they see the annotators' labels); None = every name."""
     units = read_sample(Path(sample_path))
     store = LabelStore(labels_path)
     rubric = rubrics()
@@ -90,6 +92,9 @@ def create_app(sample_path: str | Path, labels_path: str | Path) -> Starlette:
     def annotator(request: Request) -> str | None:
         name = request.cookies.get(COOKIE)
         return name if name and valid_annotator(name) is None else None
+
+    def may_adjudicate(who: str) -> bool:
+        return adjudicators is None or who in adjudicators
 
     async def home(request: Request) -> Response:
         who = annotator(request)
@@ -122,7 +127,7 @@ def create_app(sample_path: str | Path, labels_path: str | Path) -> Starlette:
             return Response("no such item", status_code=404)
         given = labels_by_unit()
         done = sum(who in given.get(k, {}) for k in key_of)
-        ctx = {"who": who, "u": view(i), "rubric": rubric[units[i]["axis"]], "mine": given.get(key_of[i], {}).get(who),
+        ctx = {"who": who, "adjudicator": may_adjudicate(who), "u": view(i), "rubric": rubric[units[i]["axis"]], "mine": given.get(key_of[i], {}).get(who),
                "done": done, "total": len(units), "prev": i - 1 if i > 0 else None,
                "next": i + 1 if i + 1 < len(units) else None}
         return templates.TemplateResponse(request, "item.html", ctx)
@@ -164,17 +169,22 @@ def create_app(sample_path: str | Path, labels_path: str | Path) -> Starlette:
         who = annotator(request)
         if who is None:
             return RedirectResponse("/", status_code=303)
+        if not may_adjudicate(who):
+            return Response(f"{who} is not an adjudicator (--adjudicators)", status_code=403)
         given = labels_by_unit()
         cases = []
         for i in needs_adjudication(given):
             labels = {n: lab for n, lab in given[key_of[i]].items() if n != REFERENCE}
             cases.append({"u": view(i), "rubric": rubric[units[i]["axis"]], "labels": sorted(labels.items()),
                           "counts": Counter(labels.values()), "reference": given[key_of[i]].get(REFERENCE)})
-        return templates.TemplateResponse(request, "adjudicate.html", {"who": who, "cases": cases})
+        return templates.TemplateResponse(request, "adjudicate.html", {"who": who, "adjudicator": True, "cases": cases})
 
     async def save_reference(request: Request) -> Response:
-        if annotator(request) is None:
+        who = annotator(request)
+        if who is None:
             return JSONResponse({"error": "log in first"}, status_code=401)
+        if not may_adjudicate(who):
+            return JSONResponse({"error": f"{who} is not an adjudicator"}, status_code=403)
         got = await unit_of(request)
         if isinstance(got, Response):
             return got

@@ -19,6 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8766)
     p.add_argument("--token", help="access token; required to serve on a non-loopback address")
+    p.add_argument("--adjudicators", help="comma-separated names allowed to adjudicate (default: every name)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"{args.configfile}: paths.human_labels is not set; set it or pass --out FILE.csv")
         from .app import create_app
 
-        app = create_app(sample, out)
+        names = [n.strip() for n in args.adjudicators.split(",") if n.strip()] if args.adjudicators else None
+        app = create_app(sample, out, names)
     except (BindRefused, UserError) as exc:
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2

@@ -109,13 +109,6 @@ def test_pairs_outside_rs1_rs6_or_not_pairs_are_refused_by_the_schema(pairs):
         validate_config(raw)
 
 
-def test_rules_list_the_composed_prompt_files_in_use():
-    text = (REPO / "rules" / "aura" / "composed.smk").read_text()
-    for name in composed.PROMPT_VERSIONS:
-        assert f'"{composed.prompt_file(name)}"' in text
-        assert (REPO / composed.prompt_file(name)).is_file()
-
-
 # --- 2. the stages over the fake server ---------------------------------------------------------------
 
 def _accept(criteria):

@@ -8,16 +8,13 @@ COMPOSED = config["construct"]["composed"]
 COMPOSED_MODELS = COMPOSED["models"] or config["roles"]["evaluated"]
 COMPOSED_REVIEWERS = config["roles"]["reviewers"]
 COMPOSED_JUDGES = config["roles"]["judges"]
-# the composed prompts' files in use (aura.construct.composed.PROMPT_VERSIONS; a test checks they agree)
-COMPOSED_PROMPT_FILES = {"variation": "prompts/aura/construct/composed_variation.v1.md",
-                         "review": "prompts/aura/construct/composed_review.v1.md"}
 
 
 rule composed_variations:
     input:
         seeds=L["seeds"], prefixes=L["prefixes"], relevance=L["relevance"], dims=S.prompt_file("dimensions"),
         prompts=[S.prompt_file("p3_harm_intensity_variation"), S.prompt_file("p4_contextual_variation"),
-                 COMPOSED_PROMPT_FILES["variation"]],
+                 S.prompt_file("composed_variation")],
     output: variations=L["composed_variations"]
     params:
         cfg=S.model_hash(config, config["roles"]["generator"]), pairs=S.section_hash(COMPOSED["pairs"]),
@@ -31,7 +28,7 @@ rule composed_review:
     input:
         seeds=L["seeds"], prefixes=L["prefixes"], variations=L["composed_variations"], dims=S.prompt_file("dimensions"),
         prompts=[S.prompt_file("p5_harm_intensity_review"), S.prompt_file("p6_contextual_review"),
-                 COMPOSED_PROMPT_FILES["review"]],
+                 S.prompt_file("composed_review")],
     output: review=L["composed_review"]
     params: cfg=lambda wc: S.model_hash(config, wc.reviewer)
     resources: **S.endpoint_resources(config, lambda wc: wc.reviewer)

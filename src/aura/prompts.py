@@ -46,6 +46,8 @@ VERSIONS: dict[str, tuple[str, int]] = {
     "p7_pair_classification": ("aura/construct", 2),
     "p8_pair_generation": ("aura/construct", 2),
     "p9_pair_review": ("aura/construct", 2),
+    "composed_variation": ("aura/construct", 1),  # composed mechanisms: two RS dimensions at once (edits)
+    "composed_review": ("aura/construct", 1),  # composed mechanisms: review on both dimensions' criteria
     "dimensions": ("aura/construct", 1),  # RS1-RS6 / SD1-SD5 definitions (.yaml), rendered into P2, P4, P6
     "rollout_react": ("aura/evaluate", 2),
     "rollout_action_only": ("aura/evaluate", 2),

@@ -22,28 +22,15 @@ from collections import Counter
 from ..data.trajectory import render_indexed
 from ..llm import LLMRequest
 from ..pipeline.context import StageContext
-from ..config import REPO_ROOT
-from ..prompts import Prompt, load_prompt
+from ..prompts import Prompt
 from . import classify, finalize, review, variations
 from .common import (RS, dimension_specs, majority_accept, outcome, prompt, request, run_with_rule_checks,
                      vote)
 from .relevance import elements
 
-# The composed prompts are versioned files under prompts/aura/construct/ loaded by path (like prompts/llm/);
-# a changed prompt is a new file and a new number here.
-PROMPT_VERSIONS = {"composed_variation": 1, "composed_review": 1}
 COMPOSED_CRITERIA = ["first_dimension_changed", "second_dimension_changed", "non_target_preserved",
                      "agent_steps_preserved", "coherent"]
 SEP = "x"
-
-
-def prompt_file(name: str) -> str:
-    """Path of a composed prompt relative to the repository root (the rules list it as an input)."""
-    return f"prompts/aura/construct/{name}.v{PROMPT_VERSIONS[name]}.md"
-
-
-def composed_prompt(name: str) -> Prompt:
-    return load_prompt(REPO_ROOT / prompt_file(name))
 
 
 def composition_label(a: str, b: str) -> str:
@@ -144,7 +131,7 @@ def run_variations(ctx: StageContext) -> None:
     pairs = canonical_pairs(settings(ctx.config)["pairs"])
     p3 = ctx.use_prompt(prompt("p3_harm_intensity_variation"))
     p4 = ctx.use_prompt(prompt("p4_contextual_variation"))
-    pc = ctx.use_prompt(composed_prompt("composed_variation"))
+    pc = ctx.use_prompt(prompt("composed_variation"))
     prefixes = {p["prefix_id"]: p for p in ctx.read("prefixes")}
     seeds = {s["seed_id"]: s for s in ctx.read("seeds")}
     cands = candidates(ctx.read("relevance"), pairs)
@@ -209,7 +196,7 @@ def run_review(ctx: StageContext) -> None:
     """Stage composed-review: one reviewer (`--model`) on every variation row that passed the code checks."""
     prompts = {"p5": ctx.use_prompt(prompt("p5_harm_intensity_review")),
                "p6": ctx.use_prompt(prompt("p6_contextual_review")),
-               "composed": ctx.use_prompt(composed_prompt("composed_review"))}
+               "composed": ctx.use_prompt(prompt("composed_review"))}
     prefixes = {p["prefix_id"]: p for p in ctx.read("prefixes")}
     seeds = {s["seed_id"]: s for s in ctx.read("seeds")}
     todo = [v for v in ctx.read("variations") if v["status"] == "ok"]

@@ -331,7 +331,7 @@ def test_cli_refuses_a_public_address_without_token(run, capsys):
 
 def test_browser_filter_search_table_link_item_and_static_export(run, tmp_path):
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 
     cfg, raw, data = run
     drv = new_driver(1280, 900)
@@ -368,8 +368,16 @@ def test_browser_filter_search_table_link_item_and_static_export(run, tmp_path):
             if os.environ.get("AURA_SCREENSHOTS") == "1":
                 drv.get(url + "/rows?family=aura&axis=safety")
                 drv.save_screenshot(str(REPO / "docs" / "img" / "viewer.png"))
-            # LPS-Bench execution record step by step
-            drv.get(url + "/rows?family=lpsbench&variant=raw")
+            # the family filter: PaSBench's 4 samples (2 items x 2), then LPS-Bench's raw episode, step by step
+            drv.get(url + "/rows?family=aura&model=m")
+            Select(drv.find_element(By.ID, "f-family")).select_by_value("pasbench")
+            WebDriverWait(drv, 10).until(lambda d: "family=pasbench" in d.current_url)
+            assert drv.find_element(By.ID, "total").text == "4"
+            Select(drv.find_element(By.ID, "f-family")).select_by_value("lpsbench")
+            WebDriverWait(drv, 10).until(lambda d: "family=lpsbench" in d.current_url)
+            Select(drv.find_element(By.ID, "f-variant")).select_by_value("raw")
+            drv.find_element(By.ID, "f-apply").click()
+            assert drv.find_element(By.ID, "total").text == "1"
             drv.find_element(By.CSS_SELECTOR, "a.item-link").click()
             record = drv.find_element(By.ID, "record").text
             assert "delete_all" in record and "deleted 412 transactions" in record

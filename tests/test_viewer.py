@@ -346,19 +346,23 @@ def test_browser_filter_search_table_link_item_and_static_export(run, tmp_path):
             Select(drv.find_element(By.ID, "f-model")).select_by_value("m2")
             Select(drv.find_element(By.ID, "f-label")).select_by_value("Unsafe")
             drv.find_element(By.ID, "f-apply").click()
+            WebDriverWait(drv, 10).until(lambda d: "label=Unsafe" in d.current_url)
             assert drv.find_element(By.ID, "total").text == "1"
             assert [a.text for a in drv.find_elements(By.CSS_SELECTOR, "a.item-link")] == ["i3"]
             # search (filters cleared): "40 devices" is in i2's prefix -> i2 for both models
             drv.find_element(By.ID, "f-clear").click()
+            WebDriverWait(drv, 10).until(lambda d: "label=" not in d.current_url)
             box = drv.find_element(By.ID, "f-q")
             box.send_keys("40 devices")
             drv.find_element(By.ID, "f-apply").click()
+            WebDriverWait(drv, 10).until(lambda d: "q=40" in d.current_url)
             assert [a.text for a in drv.find_elements(By.CSS_SELECTOR, "a.item-link")] == ["i2", "i2"]
             # Table 33: m2's NSP excluded count (1: i2, rollout unparsed) -> its row
             drv.find_element(By.ID, "nav-tables").click()
             cell = drv.find_element(By.CSS_SELECTOR, 'a[data-cell="m2|NSP|excluded"]')
             assert cell.text == "1"
             cell.click()
+            WebDriverWait(drv, 10).until(lambda d: "label=excluded" in d.current_url)
             assert drv.find_element(By.ID, "total").text == "1"
             drv.find_element(By.CSS_SELECTOR, "a.item-link").click()
             assert "i2" in drv.find_element(By.ID, "item-title").text
@@ -377,6 +381,7 @@ def test_browser_filter_search_table_link_item_and_static_export(run, tmp_path):
             WebDriverWait(drv, 10).until(lambda d: "family=lpsbench" in d.current_url)
             Select(drv.find_element(By.ID, "f-variant")).select_by_value("raw")
             drv.find_element(By.ID, "f-apply").click()
+            WebDriverWait(drv, 10).until(lambda d: "variant=raw" in d.current_url)
             assert drv.find_element(By.ID, "total").text == "1"
             drv.find_element(By.CSS_SELECTOR, "a.item-link").click()
             record = drv.find_element(By.ID, "record").text

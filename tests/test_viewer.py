@@ -323,6 +323,15 @@ def test_a_file_not_written_by_the_pipeline_is_one_line_and_nothing_is_exported(
     assert not (tmp_path / "site").exists()
 
 
+def test_a_run_with_nothing_produced_exports_an_index_saying_so(tmp_path):
+    raw = base_config("http://127.0.0.1:9/v1", tmp_path / "cache")
+    L = layout(raw)
+    write_jsonl(L["dataset"], [])  # construction kept no item
+    data = RunData.load(raw)
+    assert data.families == [] and export_site(data, tmp_path / "site") == 1
+    assert "No produced files were found" in (tmp_path / "site" / "index.html").read_text()
+
+
 def test_cli_refuses_a_public_address_without_token(run, capsys):
     cfg, _, _ = run
     assert main(["view", "--configfile", str(cfg), "--host", "0.0.0.0"]) == 1

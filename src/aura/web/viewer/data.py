@@ -107,7 +107,7 @@ class RunData:
         L = layout(raw)
         for family in enabled(raw):
             getattr(data, f"_load_{family.name}")(L)
-            if family.name in data.frames:
+            if len(data.frames.get(family.name, ())):  # a family with no row (nothing produced yet) is not listed
                 data.families.append(family.name)
         return data
 

@@ -139,8 +139,7 @@ class Pages:
             cells = {(j["judge"], j["axis"]): j for j in judgments}
             per_model.append({"model": m, "rollout": d.rollouts.get((m, item_id)), "panel": d.panel.get((m, item_id)),
                               "judges": judges, "cells": cells})
-        return self._render("aura_item.html", item=item, partner=d.partner(item), diff=diff, per_model=per_model,
-                            valid={a: set(v) for a, v in _valid().items()})
+        return self._render("aura_item.html", item=item, partner=d.partner(item), diff=diff, per_model=per_model)
 
     def tables(self) -> str:
         t33 = []
@@ -162,9 +161,3 @@ class Pages:
                                   for o in ("safe", "unsafe", "execution_failed")],
                         "beside": sum(int(float(r[o] or 0)) for o in ("unparsed", "failed", "not_applicable", "missing"))})
         return self._render("tables.html", t33=t33, lps=lps)
-
-
-def _valid() -> dict:
-    from ...stats.agreement import LABELS
-
-    return LABELS

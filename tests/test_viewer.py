@@ -18,7 +18,6 @@ Detection D1 and action type A1 from every judge on every judged rollout.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import httpx

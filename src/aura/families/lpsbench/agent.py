@@ -8,7 +8,9 @@ is executed through the MCP session and its result goes back as a `tool` message
 - ``max_steps`` model calls were made and the last one still called tools (``step_cap``),
 - the agent's calls used ``max_episode_tokens`` prompt + completion tokens or more (``token_cap``; checked
   after each step, whose tool calls are carried out first),
-- the model call failed (``model_failed``) or the emulated environment did (``tool_failed``).
+- the model call failed (``model_failed``) or the tool environment did (``tool_failed``): the emulator failed,
+  or a tool call ran past ``tool_call_timeout_s`` or past what is left of the episode's ``tool_time_limit_s``
+  (the call is abandoned; the server process is killed when the session closes).
 
 Every step keeps what was added to the conversation for its request, the cache key of the request,
 the answer (text and tool calls), tokens, and each tool call's result. Every model call and every
@@ -27,7 +29,8 @@ Tool calling (`AgentSettings.tool_calling`, from the endpoint's `tool_calling`):
   exactly as in native mode; the loop, the record and the tool server are the same.
 
 `run_case(spec, spec_path, client)` runs an episode against the LM-emulated tool server started as a
-subprocess (``python -m aura.families.lpsbench.tool_server``). One LLMClient runs one episode at a
+subprocess (``python -m aura.families.lpsbench.tool_server``), or, with ``spec.tools.backend == "upstream"``,
+against upstream's mock-tool module of the case in its own subprocess server (upstream_tools.py). One LLMClient runs one episode at a
 time (its `arun` is not re-entrant).
 
     python -m aura.families.lpsbench.agent <episode spec file> <record.json>
@@ -36,11 +39,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import os
 import sys
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from pydantic import BaseModel, Field
 
@@ -88,7 +93,7 @@ class Episode(BaseModel):
     risk: str
     domain: str
     model: str
-    emulator: str
+    emulator: str | None  # None: the upstream back-end (no emulator)
     sample: int
     status: Literal["ok", "failed"]  # failed: the model or the environment failed, not the agent's choice
     stop_reason: StopReason
@@ -102,6 +107,9 @@ class Episode(BaseModel):
     final_answer: str | None = None
     prompt: str  # name.vN of the agent's system prompt
     prompt_sha256: str
+    # Who answered the tools: {"backend": "emulated"} or, for upstream modules, the module, its sha256, the
+    # interpreter, the network isolation used ("unshare -rn" or "socket_guard") and the time limits.
+    environment: dict[str, Any] | None = None
 
 
 def mcp_tools_to_openai(tools) -> list[dict]:
@@ -187,12 +195,20 @@ def _assistant_turn(text: str | None, tool_calls: list[dict] | None, native: boo
     return turn
 
 
-async def _execute(session: ClientSession, call: dict, native: bool = True) -> ToolResult:
+async def _execute(session: ClientSession, call: dict, native: bool = True,
+                   limit: tuple[float, str] | None = None) -> ToolResult:
+    """Carry out one call through MCP; `limit` = (seconds, what limit it is): past it the call is abandoned
+    and the result is ``failed`` (the episode stops with tool_failed)."""
     name, text, arguments, reason = _route(call, native)
     if reason is not None:
         return ToolResult(call_id=call.get("id", ""), name=name, arguments=None, arguments_text=text,
                           status="bad_arguments", observation=f"Error: {reason}")
-    result = await session.call_tool(name, arguments)
+    try:
+        with anyio.fail_after(limit[0] if limit else None):
+            result = await session.call_tool(name, arguments)
+    except TimeoutError:
+        return ToolResult(call_id=call.get("id", ""), name=name, arguments=arguments, arguments_text=text,
+                          status="failed", observation=f"tool server killed: {name} ran past {limit[1]}")
     structured = result.structured_content or {}
     status = "failed" if structured.get("status") == "failed" else ("error" if result.is_error else "ok")
     return ToolResult(call_id=call.get("id", ""), name=name, arguments=arguments, arguments_text=text,
@@ -217,6 +233,7 @@ async def run_episode(session: ClientSession, client: LLMClient, spec: EpisodeSp
     sent = 0  # messages already part of an earlier request
     stop: StopReason | None = None
     error = final = None
+    tool_seconds = 0.0  # time spent in tool calls so far (tool_time_limit_s)
     for index in range(settings.max_steps):
         req = LLMRequest(item_id=f"{case.case_id}:s{spec.sample}:step{index}", messages=list(messages),
                          prompt_name=prompt.ref, prompt_sha256=prompt.sha256, sample_index=spec.sample,
@@ -243,7 +260,9 @@ async def run_episode(session: ClientSession, client: LLMClient, spec: EpisodeSp
             stop, final = "final_answer", answer if isinstance(answer, str) else ""
             break
         for call in res.tool_calls:
-            result = await _execute(session, call, native)
+            started = time.monotonic()
+            result = await _execute(session, call, native, _limit(settings, tool_seconds))
+            tool_seconds += time.monotonic() - started
             step.tool_results.append(result)
             messages.append(tool_message(result.call_id, result.observation))
             if result.status == "failed":
@@ -264,6 +283,17 @@ async def run_episode(session: ClientSession, client: LLMClient, spec: EpisodeSp
                    tool_calling=settings.tool_calling)
 
 
+def _limit(settings, used: float) -> tuple[float, str] | None:
+    """The time the next tool call may take, and which limit that is (None: no limit)."""
+    limits = []
+    if settings.tool_call_timeout_s is not None:
+        limits.append((settings.tool_call_timeout_s, f"the per-call limit of {settings.tool_call_timeout_s:g} s"))
+    if settings.tool_time_limit_s is not None:
+        limits.append((max(settings.tool_time_limit_s - used, 0.001),
+                       f"the episode's tool time limit of {settings.tool_time_limit_s:g} s"))
+    return min(limits, key=lambda x: x[0]) if limits else None
+
+
 def tool_server_params(spec_path: str | Path) -> StdioServerParameters:
     """How to start the emulated tool server for a spec file (this interpreter, the package on its path)."""
     env = dict(os.environ)  # the emulator's endpoint may need an API key variable
@@ -277,10 +307,16 @@ async def run_case(spec: EpisodeSpec, spec_path: str | Path, client: LLMClient, 
     episode, stop the server."""
     if write:
         spec.write(spec_path)
+    if spec.tools.backend == "upstream":
+        from .upstream_tools import run_upstream_case  # launches a subprocess; imports no tool code
+
+        return await run_upstream_case(spec, client)
     async with stdio_client(tool_server_params(spec_path)) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
-            return await run_episode(session, client, spec)
+            episode = await run_episode(session, client, spec)
+    episode.environment = {"backend": "emulated"}
+    return episode
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,6 +37,23 @@ class AgentSettings(BaseModel):
     # native: the case's tools are offered, the model picks; single_act_tool: one `act` tool forced by a
     # named tool_choice, whose arguments name the tool (or finish) (agent.act_tool); endpoint `tool_calling`
     tool_calling: Literal["native", "single_act_tool"] = "native"
+    # Time limits on the tool server (the agent loop enforces them; None = none): one call, and all of an
+    # episode's calls together. Past either, the call is abandoned, the episode stops with ``tool_failed``
+    # and the reason, and run_case's exit kills the server process (lpsbench.tools; upstream back-end).
+    tool_call_timeout_s: float | None = Field(default=None, gt=0)
+    tool_time_limit_s: float | None = Field(default=None, gt=0)
+
+
+class ToolBackend(BaseModel):
+    """Who answers the tool calls (config ``lpsbench.tools``): the LM-emulated environment (``emulated``, the
+    default) or upstream's own per-case mock-tool module from a user's LPS-Bench checkout (``upstream``), run
+    in a subprocess MCP server (upstream_tool_server.py; launched by upstream_tools.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    backend: Literal["emulated", "upstream"] = "emulated"
+    upstream_dir: str | None = None  # the checkout: <dir>/<MCP.file> or <dir>/tools/<MCP.file>
+    python: str | None = None  # interpreter of the upstream servers (None: this one); needs mcp + the modules' imports
+    network: Literal["auto", "unshare", "guard"] = "auto"  # auto: `unshare -rn` when it works, else the guard
 
 
 class EpisodeSpec(BaseModel):
@@ -44,17 +61,22 @@ class EpisodeSpec(BaseModel):
     config: dict[str, Any]  # the raw config (validated again by whoever reads the file)
     case: LpsCase
     agent_model: str
-    emulator_model: str
+    emulator_model: str | None = None  # required by the emulated back-end (check)
     sample: int = Field(default=0, ge=0)  # LLMRequest.sample_index of every call of the episode
     settings: AgentSettings = Field(default_factory=AgentSettings)
     emulator_calls: str | None = None  # where the tool server writes its call records when it exits
     user_model: str | None = None  # set: the server adds an ask_user tool answered by this simulated user
+    tools: ToolBackend = Field(default_factory=ToolBackend)
 
     def check(self, config: Config) -> None:
         for role, name in (("agent_model", self.agent_model), ("emulator_model", self.emulator_model),
                            ("user_model", self.user_model)):
             if name is not None and name not in config.models:
                 raise SpecError(f"{role} '{name}' is not a model of the config (known: {', '.join(config.models)})")
+        if self.tools.backend == "emulated" and self.emulator_model is None:
+            raise SpecError("emulator_model: the emulated tool back-end needs an emulator model")
+        if self.tools.backend == "upstream" and not self.tools.upstream_dir:
+            raise SpecError("the upstream tool back-end needs tools.upstream_dir (an LPS-Bench checkout)")
         if self.user_model is not None and "ask_user" in self.case.body.mcp.tools:
             raise SpecError(f"case {self.case.case_id} has its own tool named ask_user (the mitigation adds one)")
 

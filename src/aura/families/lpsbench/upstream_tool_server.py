@@ -1,0 +1,203 @@
+"""An MCP tool server (stdio) over one of upstream LPS-Bench's per-case mock-tool modules.
+
+    python -m aura.families.lpsbench.upstream_tool_server --module <file.py> --root <checkout> \
+        --tools <name,name,...> [--socket-guard]
+
+It runs only as a subprocess (launched by upstream_tools.py, in a temporary working directory, under
+``unshare -rn`` or with ``--socket-guard``); the pipeline's own process never imports third-party tool
+code. Upstream's modules (``tools/<domain>_<RISK>_<n>.py`` of github.com/tychenn/LPS-Bench) define one
+module-level object per tool the case lists in ``MCP.tools``: a LangChain tool (``@tool`` over a typed
+function with a docstring; it has ``name``, ``description``, an args schema and ``invoke``). A plain typed
+function is taken too (its signature gives the schema, its docstring the description). The module is
+loaded under a fresh name, with the checkout on ``sys.path`` (upstream's modules import ``tools.<helper>``).
+
+``--socket-guard`` (used when ``unshare`` cannot give the process an empty network namespace) installs an
+audit hook before the module is imported: creating a socket, resolving a name, and starting a process raise
+``PermissionError``. The hook cannot be removed (PEP 578), so the module cannot undo it.
+
+Each call's arguments are checked against the tool's schema first (a rejection is a tool error, the tool does
+not run). A tool that raises is answered as a tool error carrying the exception (the agent is told, as a
+LangChain agent would be). MCP runs on private copies of fds 0 and 1: a tool's print() goes to stderr. Time limits are the client's: it abandons a call past its limit and the process is killed.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import inspect
+import io
+import json
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+import anyio
+import jsonschema
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from pydantic import BaseModel, ValidationError, create_model
+
+BLOCKED_EVENTS = {  # PEP 578 audit events: network access and new processes
+    "socket.__new__", "socket.connect", "socket.bind", "socket.getaddrinfo", "socket.gethostbyname",
+    "socket.gethostbyaddr", "socket.sendto", "socket.sendmsg", "subprocess.Popen", "os.system", "os.exec",
+    "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "pty.spawn",
+}
+
+
+class LoadError(Exception):
+    """The module or one of its tools cannot be served (one line)."""
+
+
+def install_socket_guard() -> None:
+    """Refuse network access and new processes from here on (an audit hook; it stays for the process)."""
+    def hook(event: str, args: tuple) -> None:
+        if event in BLOCKED_EVENTS:
+            raise PermissionError(f"network access and new processes are blocked in this tool server ({event})")
+
+    sys.addaudithook(hook)
+
+
+class ServedTool:
+    """One tool of the module: its MCP listing and how to run a call."""
+
+    def __init__(self, name: str, obj: Any):
+        self.name = name
+        if hasattr(obj, "invoke") and (hasattr(obj, "args_schema") or hasattr(obj, "tool_call_schema")):
+            self.description = str(getattr(obj, "description", "") or "")
+            self.schema = _langchain_schema(obj)
+            self.run: Callable[[dict], Any] = obj.invoke
+        elif inspect.isfunction(obj):
+            self.description = inspect.getdoc(obj) or ""
+            model = _signature_model(name, obj)
+            self.schema = model.model_json_schema()
+            self.run = lambda arguments: obj(**dict(model.model_validate(arguments)))
+        else:
+            raise LoadError(f"'{name}' is a {type(obj).__name__}, not a tool (a LangChain tool or a function)")
+        self.schema.setdefault("type", "object")
+        self.schema.setdefault("properties", {})
+        self.validator = jsonschema.Draft202012Validator(self.schema)
+
+    def listing(self) -> types.Tool:
+        return types.Tool(name=self.name, description=self.description, input_schema=self.schema)
+
+
+def _langchain_schema(obj: Any) -> dict:
+    """A LangChain tool's JSON schema (its tool-call schema: the arguments the model gives)."""
+    for attr in ("tool_call_schema", "args_schema"):
+        schema = getattr(obj, attr, None)
+        if isinstance(schema, dict):
+            return dict(schema)
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
+            return schema.model_json_schema()
+    return {"type": "object", "properties": dict(getattr(obj, "args", {}) or {})}
+
+
+def _signature_model(name: str, fn: Callable) -> type[BaseModel]:
+    fields = {}
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        annotation = Any if p.annotation is inspect.Parameter.empty else p.annotation
+        fields[p.name] = (annotation, ... if p.default is inspect.Parameter.empty else p.default)
+    return create_model(f"{name}_arguments", **fields)
+
+
+def load_tools(module_path: Path, root: Path, names: list[str]) -> dict[str, ServedTool]:
+    """Import the module under a fresh name (the checkout on sys.path) and take the named tools."""
+    if str(root) not in sys.path:
+        sys.path.append(str(root))
+    dynamic = f"_lpsbench_upstream_{module_path.stem}_{uuid.uuid4().hex}"
+    spec = importlib.util.spec_from_file_location(dynamic, module_path)
+    if spec is None or spec.loader is None:
+        raise LoadError(f"{module_path}: not an importable Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[dynamic] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - third-party code: any failure is reported in one line
+        raise LoadError(f"{module_path}: import failed: {type(exc).__name__}: {exc}") from None
+    missing = [n for n in names if not hasattr(module, n)]
+    if missing:
+        raise LoadError(f"{module_path}: no tool named {', '.join(missing)} (the case's MCP.tools)")
+    return {n: ServedTool(n, getattr(module, n)) for n in names}
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _reply(text: str, status: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=status != "ok",
+                                structured_content={"status": status})
+
+
+def call(tools: dict[str, ServedTool], name: str, arguments: dict | None) -> types.CallToolResult:
+    arguments = arguments or {}
+    tool = tools.get(name)
+    if tool is None:
+        return _reply(f"Error: unknown tool '{name}'", "rejected")
+    err = jsonschema.exceptions.best_match(tool.validator.iter_errors(arguments))
+    if err is not None:
+        where = "/".join(map(str, err.absolute_path)) or "arguments"
+        return _reply(f"Error: invalid arguments for {name}: {where}: {err.message}", "rejected")
+    try:
+        return _reply(_text(tool.run(arguments)), "ok")
+    except ValidationError as exc:
+        return _reply(f"Error: invalid arguments for {name}: {exc.errors()[0]['msg']}", "rejected")
+    except Exception as exc:  # noqa: BLE001 - the tool's own failure is its answer to the agent
+        return _reply(f"Error: {type(exc).__name__}: {exc}", "error")
+
+
+def _wire() -> tuple:
+    """The MCP streams on a private copy of fds 0 and 1; fd 1 and sys.stdout then point at stderr and fd 0 at
+    the null device, so a tool's print() or input() never touches the wire."""
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    os.dup2(2, 1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.stdout = sys.stderr
+    return (anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_in, "rb"), encoding="utf-8", errors="replace")),
+            anyio.wrap_file(io.TextIOWrapper(os.fdopen(wire_out, "wb"), encoding="utf-8", write_through=True)))
+
+
+async def serve(args: argparse.Namespace) -> int:
+    wire = _wire()  # before any tool code runs (an import may print)
+    if args.socket_guard:
+        install_socket_guard()  # after the event loop made its own socketpair, before any tool code
+    try:
+        tools = load_tools(Path(args.module), Path(args.root), [n for n in args.tools.split(",") if n])
+    except LoadError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    async with stdio_server(*wire) as (read, write):
+        async def list_tools(ctx, params) -> types.ListToolsResult:
+            return types.ListToolsResult(tools=[t.listing() for t in tools.values()])
+
+        async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+            return call(tools, params.name, params.arguments)  # in the loop: the client's limit kills a hang
+
+        server = Server("lpsbench-upstream", on_list_tools=list_tools, on_call_tool=call_tool)
+        await server.run(read, write, server.create_initialization_options())
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m aura.families.lpsbench.upstream_tool_server")
+    parser.add_argument("--module", required=True, help="the case's tool module (.py)")
+    parser.add_argument("--root", required=True, help="the LPS-Bench checkout (put on sys.path)")
+    parser.add_argument("--tools", required=True, help="the case's MCP.tools, comma-separated")
+    parser.add_argument("--socket-guard", action="store_true", help="block sockets and processes (audit hook)")
+    args = parser.parse_args(argv)
+    return anyio.run(serve, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -147,6 +147,31 @@ def test_generation_on_adds_its_jobs_and_an_unknown_model_stops_in_one_line(tmp_
     assert "error: lpsbench.evaluator: unknown model 'nobody' (not under models:)" in out.stdout + out.stderr
 
 
+def test_generated_cases_chain_into_the_episodes(tmp_path):
+    """cases.generated (off by default): generate -> review -> cases -> episodes in one DAG, no path to repoint."""
+    copy_workflow(tmp_path)
+    raw = lps_config("http://127.0.0.1:9/v1", tmp_path)
+    raw["lpsbench"]["generate"] = {"enabled": True, "generator": "m", "risks": ["FA"], "domains": ["fileio"]}
+    raw["lpsbench"]["cases"] = {"path": "nowhere/on/purpose", "generated": True}  # path is not read
+    write_config(tmp_path, raw)
+    jobs = planned(tmp_path)
+    want = {"lpsbench_generate": 1, "lpsbench_review_cases": 1, **LPS_JOBS}
+    assert {k: jobs.get(k) for k in want} == want
+    # The cases job reads the review's output folder: its command names it, and Snakemake plans it after review.
+    folder = layout(validate_config(raw).raw)["lpsbench_generated_cases"]
+    text = snakemake(tmp_path, "all", "-n", "-p").stdout
+    [cases_cmd] = [ln for ln in text.splitlines() if "lpsbench-cases" in ln]
+    assert f"--in cases_dir={folder} " in cases_cmd
+    order = [ln.split()[1] for ln in text.splitlines() if ln.startswith("rule ")]
+    assert order.index("lpsbench_review_cases:") < order.index("lpsbench_cases:") < order.index("lpsbench_episodes:")
+    # Without generation there is nothing to chain: one line, before any job.
+    raw["lpsbench"]["generate"] = {"enabled": False}
+    write_config(tmp_path, raw)
+    out = snakemake(tmp_path, "all", "-n", check=False)
+    assert out.returncode != 0
+    assert "lpsbench.cases.generated: the generated cases need lpsbench.generate.enabled: true" in out.stdout + out.stderr
+
+
 @pytest.fixture(scope="module")
 def built(fake, tmp_path_factory):
     """One full run of the LPS-Bench targets; yields (workdir, raw config)."""

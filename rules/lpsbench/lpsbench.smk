@@ -19,7 +19,10 @@ LPS_PROMPTS = {
     "mitigated": [S.prompt_file("agent_raw"), S.prompt_file("emulator"), S.prompt_file("agent_clarify"),
                   S.prompt_file("agent_safety"), S.prompt_file("user_simulator")],
 }
-LPS_EPISODE_CFG = S.section_hash(LPSC["max_steps"], LPSC["max_episode_tokens"], LPSC["params"])
+# lpsbench.tools enters only for the upstream back-end (the default run's hash stays as it was)
+LPS_TOOLS = LPSC.get("tools") or {}
+LPS_EPISODE_CFG = S.section_hash(LPSC["max_steps"], LPSC["max_episode_tokens"], LPSC["params"],
+                                 *([LPS_TOOLS] if LPS_TOOLS.get("backend") == "upstream" else []))
 
 
 def lps_model_hash(*models):
@@ -31,14 +34,20 @@ def lps_episode_models(wc):
     return [wc.model, LPS_EMULATOR, LPS_USER if wc.variant == "mitigated" else None]
 
 
-# ---- cases: a folder of <domain>/<RISK>_<n>.json, or a pinned download of upstream's repository ---------
+# ---- cases: a folder of <domain>/<RISK>_<n>.json, a pinned download of upstream's repository, or (cases.generated,
+# off by default) the generated cases the review kept: generate -> review -> cases -> episodes, no path to repoint
+LPS_FROM_GENERATED = bool(LPSC["cases"].get("generated"))
 LPS_DOWNLOAD = LPSC["cases"].get("download") if (LPSC["cases"].get("download") or {}).get("enabled", True) else None
-LPS_CASES_DIR = LPS_DOWNLOAD["dest"] if LPS_DOWNLOAD else LPSC["cases"].get("path")
+LPS_DOWNLOAD = None if LPS_FROM_GENERATED else LPS_DOWNLOAD
+LPS_CASES_DIR = (L["lpsbench_generated_cases"] if LPS_FROM_GENERATED
+                 else LPS_DOWNLOAD["dest"] if LPS_DOWNLOAD else LPSC["cases"].get("path"))
 
 
 def lps_case_files():
     """The case files, so an edited case reruns the cases job; the folder itself when it does not exist yet
-    (Snakemake then names it as missing)."""
+    (Snakemake then names it as missing); the review job's output folder for generated cases."""
+    if LPS_FROM_GENERATED:
+        return [L["lpsbench_generated_cases"]]
     if LPS_DOWNLOAD:
         return [f"{LPS_DOWNLOAD['dest']}/.fetched.json"]
     folder = Path(LPS_CASES_DIR)

@@ -80,11 +80,17 @@ def check(raw: dict) -> list[str]:
     lp, models = section(raw), raw.get("models", {})
     problems, named = [], [("lpsbench.evaluated", m) for m in evaluated(raw)]
     if evaluated(raw):
-        roles = ["emulator", "evaluator"] + (["user_simulator"] if "mitigated" in variants(raw) else [])
+        upstream = (lp.get("tools") or {}).get("backend") == "upstream"
+        roles = ([] if upstream else ["emulator"]) + ["evaluator"] + (
+            ["user_simulator"] if "mitigated" in variants(raw) else [])
+        if upstream and not lp["tools"].get("upstream_dir"):
+            problems.append("lpsbench.tools.upstream_dir: an LPS-Bench checkout is required with backend upstream")
         for role in roles:
             if not lp.get(role):
                 problems.append(f"lpsbench.{role}: a model is required when lpsbench.evaluated is not empty")
             named.append((f"lpsbench.{role}", lp.get(role)))
+    if (lp.get("cases") or {}).get("generated") and not generate_on(raw):
+        problems.append("lpsbench.cases.generated: the generated cases need lpsbench.generate.enabled: true")
     if generate_on(raw):
         generator = lp["generate"].get("generator")
         if not generator:

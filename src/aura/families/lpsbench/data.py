@@ -3,8 +3,10 @@
 The cases are a folder of ``<domain>/<RISK>_<n>.json`` files (:mod:`.cases`): the configured
 ``lpsbench.cases.path`` (the demo set ``data/raw/lpsbench_demo`` by default), or the ``dest`` of a pinned
 download of the upstream repository (``lpsbench.cases.download {url, subdir, dest, lock}``, checksum
-recorded in ``lock`` by :func:`aura.data.fetch.fetch_archive`, as PaSBench's fetch does). ``--in
-cases_dir=<folder>`` overrides both.
+recorded in ``lock`` by :func:`aura.data.fetch.fetch_archive`, as PaSBench's fetch does), or, with
+``lpsbench.cases.generated: true``, the folder of generated cases the review stage kept (layout key
+``lpsbench_generated_cases``; case generation must be enabled): the workflow then chains generation ->
+review -> cases -> episodes with no path to repoint. ``--in cases_dir=<folder>`` overrides them all.
 
 ``lpsbench.max_cases`` (null = all) takes a spread over the risk categories: risks are visited benign
 and adversarial in turn (a, e, b, f, c, g, d, h, i), one case of each per round (lowest domain, then
@@ -42,8 +44,18 @@ def download_spec(raw: dict[str, Any]) -> dict[str, Any] | None:
     return spec if spec and spec.get("enabled", True) else None
 
 
+def from_generated(raw: dict[str, Any]) -> bool:
+    """Whether the cases are the generated ones (``lpsbench.cases.generated``)."""
+    return bool((section(raw).get("cases") or {}).get("generated"))
+
+
 def cases_folder(raw: dict[str, Any]) -> str:
-    """The download's ``dest`` when a download is enabled, else ``lpsbench.cases.path``."""
+    """The generated cases' folder (``cases.generated``), the download's ``dest`` when a download is enabled,
+    else ``lpsbench.cases.path``."""
+    if from_generated(raw):
+        from . import layout
+
+        return layout(raw)["lpsbench_generated_cases"]
     spec = download_spec(raw)
     if spec:
         return spec["dest"]

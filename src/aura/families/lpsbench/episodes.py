@@ -13,7 +13,9 @@ tool server (a subprocess per episode). Variants (paper §4.5):
 
 Settings: ``lpsbench.max_steps``, ``lpsbench.max_episode_tokens``, ``lpsbench.params`` over the model's
 params (``top_k``/``min_p`` only where the endpoint takes them: dropped for the others, as the paper's
-"top-k where the endpoint takes it"), ``lpsbench.emulator``. How the agent calls tools follows the agent
+"top-k where the endpoint takes it"), ``lpsbench.emulator``, ``lpsbench.tools`` (back-end ``emulated``, or
+``upstream``: each case's own mock-tool module from ``upstream_dir``, see upstream_tools.py; every case's
+module is looked up before the first episode starts). How the agent calls tools follows the agent
 model's endpoint (``tool_calling``: native, or one forced ``act`` tool; see agent.py).
 
 Resumable: every agent, emulator and user call is cached as it arrives, so a rerun after a kill replays
@@ -41,8 +43,9 @@ from ...llm.accounting import CallRecord
 from ...llm.errors import StageFailed
 from ...prompts import get_prompt
 from .agent import run_case
+from .upstream_tools import isolation, module_path
 from .data import row_case, section
-from .spec import EMULATOR_PROMPT, USER_PROMPT, AgentSettings, EpisodeSpec
+from .spec import EMULATOR_PROMPT, USER_PROMPT, AgentSettings, EpisodeSpec, ToolBackend
 
 VARIANTS = ("raw", "mitigated")
 PROMPT_OF = {"raw": "agent_raw", "benign": "agent_clarify", "adversarial": "agent_safety"}
@@ -72,17 +75,31 @@ def mitigation(variant: str, benign: bool) -> str:
     return "ask_user" if benign else "safety_prompt"
 
 
+def tool_backend(raw: dict) -> tuple[ToolBackend, dict]:
+    """`lpsbench.tools`: who answers the tool calls, and the time limits (upstream back-end only)."""
+    t = dict(setting(raw, "tools") or {})
+    limits = t.pop("call_timeout_s", None), t.pop("episode_timeout_s", None)
+    backend = ToolBackend(**t)
+    if backend.backend == "emulated":
+        return backend, {}
+    if not backend.upstream_dir:
+        raise ConfigError("lpsbench.tools.upstream_dir: the upstream back-end needs an LPS-Bench checkout")
+    return backend, {"tool_call_timeout_s": limits[0], "tool_time_limit_s": limits[1]}
+
+
 def spec_for(config, case, model: str, variant: str, calls_file: Path) -> EpisodeSpec:
     benign = case.risk_info.kind == "benign"
     prompt = PROMPT_OF["raw" if variant == "raw" else case.risk_info.kind]
+    backend, limits = tool_backend(config.raw)
     settings = AgentSettings(max_steps=int(setting(config.raw, "max_steps") or 100),
                              max_episode_tokens=setting(config.raw, "max_episode_tokens"),
                              params=agent_params(config, model), prompt=prompt,
-                             tool_calling=config.endpoint_of(model).tool_mode)
+                             tool_calling=config.endpoint_of(model).tool_mode, **limits)
     user = setting(config.raw, "user_simulator", required=True) if mitigation(variant, benign) == "ask_user" else None
+    emulator = setting(config.raw, "emulator", required=backend.backend == "emulated")
     return EpisodeSpec(config=config.raw, case=case, agent_model=model,
-                       emulator_model=setting(config.raw, "emulator", required=True), sample=0,
-                       settings=settings, emulator_calls=str(calls_file), user_model=user)
+                       emulator_model=emulator if backend.backend == "emulated" else None, sample=0,
+                       settings=settings, emulator_calls=str(calls_file), user_model=user, tools=backend)
 
 
 def _stage_failure(exc: BaseException) -> StageFailed | None:
@@ -148,7 +165,10 @@ def run(ctx) -> None:
                  for i, c in enumerate(cases)]
         for s in specs:
             s.check(ctx.config)
-        models = [model, setting(ctx.config.raw, "emulator", required=True)]
+            if s.tools.backend == "upstream":  # every case's module found, the isolation usable: before any call
+                module_path(s.tools.upstream_dir, s.case)
+                isolation(s.tools.network)
+        models = [model] + sorted({s.emulator_model for s in specs if s.emulator_model})
         models += sorted({s.user_model for s in specs if s.user_model and s.user_model not in models})
         clients = [stack.enter_context(ctx.llm(models)) for _ in range(width)]
         outcomes = asyncio.run(_run_all(specs, clients, folder)) if specs else []

@@ -93,7 +93,8 @@ def lpsbench_lines(config) -> tuple[list, str]:
         case_tokens = instr + int(tools * TOOL_SPEC_TOKENS)
         for m in evaluated(raw):
             agent_out = _completion(config, "agent", m, lp["params"])
-            emu_out = _completion(config, "emulator", lp["emulator"])
+            emulated = (lp.get("tools") or {}).get("backend", "emulated") == "emulated"
+            emu_out = _completion(config, "emulator", lp["emulator"]) if emulated else 100  # upstream: a module's reply
             per_step = agent_out + emu_out  # the conversation grows by one answer and one observation per step
             for v in variants(raw):
                 episodes = lay["lpsbench_episodes"].format(model=m, variant=v)
@@ -104,8 +105,9 @@ def lpsbench_lines(config) -> tuple[list, str]:
                 lines.append(_line(config, f"lpsbench-episodes:agent ({v})", m, sum(steps), agent_in, agent_out, basis))
                 tool_calls = [max(0, s - 1) for s in steps]
                 emu_in = sum(growing(_prompt_tokens("emulator") + case_tokens, per_step, t) for t in tool_calls)
-                lines.append(_line(config, f"lpsbench-episodes:emulator ({m}, {v})", lp["emulator"], sum(tool_calls),
-                                   emu_in, emu_out, basis))
+                if emulated:  # upstream modules make no model call
+                    lines.append(_line(config, f"lpsbench-episodes:emulator ({m}, {v})", lp["emulator"],
+                                       sum(tool_calls), emu_in, emu_out, basis))
                 if v == "mitigated":
                     calls = round(benign * est["lpsbench_user_calls"])
                     user_out = _completion(config, "user", lp["user_simulator"])

@@ -139,15 +139,16 @@ class Episodes:
         return trajectory(self.items[i]["model_input"], self.state[i]["steps"])
 
     def _agent_step(self, llm, k: int, live: list[int]) -> None:
-        asked = [{"item_id": step_id(self.items[i]["item_id"], k), "profile": self.items[i]["profile"],
-                  "model_input": self._before(i)} for i in live]
+        """Step k of every live episode: the rollout stage's request (prompt, grammar, parser) on the trajectory
+        so far, as if it were an item whose prefix ends there."""
         from .rollout import parse_react, requests_for
 
+        asked = [{"item_id": step_id(self.items[i]["item_id"], k), "profile": self.items[i]["profile"],
+                  "model_input": self._before(i)} for i in live]
         results = llm.run("evaluated", self.model, requests_for(asked, self.agent, self.grammar),
                           desc=f"open-ended:{self.model}:step{k}")
-        parse = parse_react
         for i, res in zip(live, results):
-            thought, action = parse(res.text) if res.status == "ok" else (None, None)
+            thought, action = parse_react(res.text) if res.status == "ok" else (None, None)
             status = res.status if res.status != "ok" else ("ok" if action else "unparsed")
             self.state[i]["steps"].append({
                 "step": k, "status": status, "thought": thought, "action": action, "raw": res.text,

@@ -218,3 +218,37 @@ def test_episodes_stage_on_the_upstream_back_end_keeps_ask_user(server, tmp_path
     assert {r["record"]["environment"]["network"] for r in rows.values()} == {"socket_guard"}
     # four agent calls (FA: 3 steps, EB: 1) and the one simulated-user answer; no emulator model anywhere
     assert sorted(r["body"]["model"] for r in server.requests()) == [AGENT] * 4 + ["user-model"]
+
+
+LANGCHAIN_PYTHON = os.environ.get("AURA_LPSBENCH_LANGCHAIN_PYTHON")  # an interpreter with mcp and langchain-core
+LANGCHAIN_MODULE = '''"""Written by the test: upstream's exact shape, LangChain's @tool over typed, documented functions."""
+from langchain_core.tools import tool
+
+
+@tool
+def rotate_logs(folder: str, keep: int = 3) -> str:
+    """Rotate the log files of a folder, keeping the newest ones."""
+    return f"rotated {folder}, kept {keep}"
+'''
+
+
+@pytest.mark.skipif(not LANGCHAIN_PYTHON, reason="set AURA_LPSBENCH_LANGCHAIN_PYTHON to an interpreter with mcp and "
+                                                 "langchain-core (pip install langchain-core)")
+def test_a_langchain_tool_module_is_served(server, cfg, tmp_path):
+    checkout = tmp_path / "checkout"
+    (checkout / "tools").mkdir(parents=True)
+    (checkout / "tools" / "os_TS_1.py").write_text(LANGCHAIN_MODULE)
+    body = {"instruction": "Rotate the logs.", "evaluator": {"file": "e.py", "func": ["f"], "criterion": "c"},
+            "MCP": {"file": "os_TS_1.py", "tools": ["rotate_logs"]}}
+    case = parse_case(json.dumps(body), "OS_operation", "TS_1.json", "test case")
+    server.set_rules([agent(call("rotate_logs", folder="/var/log/app")), agent(content="done")])
+    spec = EpisodeSpec(config=cfg.raw, case=case, agent_model="m",
+                       tools=ToolBackend(backend="upstream", upstream_dir=str(checkout), python=LANGCHAIN_PYTHON))
+    ep = run(cfg, spec, tmp_path)
+    # keep defaults to 3 (the function's default, applied by LangChain's args schema)
+    assert [r.observation for s in ep.steps for r in s.tool_results] == ["rotated /var/log/app, kept 3"]
+    [tool] = ep.tools
+    assert tool["function"]["description"] == "Rotate the log files of a folder, keeping the newest ones."
+    params = tool["function"]["parameters"]
+    assert params["required"] == ["folder"] and params["properties"]["keep"]["default"] == 3
+    assert ep.environment["python"] == LANGCHAIN_PYTHON

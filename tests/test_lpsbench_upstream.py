@@ -129,8 +129,8 @@ def test_upstream_episode_over_a_real_mcp_session(server, cfg, case, listener, t
     assert (env["backend"], env["network"], env["module"]) == (
         "upstream", {"guard": "socket_guard", "unshare": "unshare -rn"}[network], str(MODULE.resolve()))
     assert env["module_sha256"] == hashlib.sha256(MODULE.read_bytes()).hexdigest()
-    assert "lps_upstream" not in sys.modules and not any(m.startswith("_lpsbench_upstream") for m in sys.modules), \
-        "the tool module was never imported into this process"
+    assert "tools.fixture_state" not in sys.modules and not any(m.startswith("_lpsbench_upstream") for m in sys.modules), \
+        "neither the tool module nor its helper was imported into this process"
 
 
 def test_tool_call_past_its_limits_stops_the_episode(server, cfg, case, tmp_path):

@@ -172,6 +172,28 @@ def test_generated_cases_chain_into_the_episodes(tmp_path):
     assert "lpsbench.cases.generated: the generated cases need lpsbench.generate.enabled: true" in out.stdout + out.stderr
 
 
+def test_generated_cases_run_as_episodes(fake, tmp_path):
+    """One small run of the chain on the fake server: generation (FA and EB slots in domain code, the scripted
+    designer / tool developer / criteria answers of test_lpsbench_generate), no review file (every checked draft
+    kept), then the raw episodes of both generated cases. The agent answers at once (one step each)."""
+    from test_lpsbench_generate import GOOD_RULES
+
+    fake.reset()
+    fake.set_rules([*GOOD_RULES, {"match": {"model": AGENT}, "content": "DONE without any tool."}])
+    copy_workflow(tmp_path)
+    raw = lps_config(fake.base_url, tmp_path)
+    raw["lpsbench"].update(variants=["raw"], cases={"generated": True},
+                           generate={"enabled": True, "generator": "m", "risks": ["FA", "EB"], "domains": ["code"]})
+    write_config(tmp_path, raw)
+    episodes = layout(validate_config(raw).raw)["lpsbench_episodes"].format(model="m", variant="raw")
+    snakemake(tmp_path, episodes)
+    rows = list(pd.read_json(tmp_path / episodes, lines=True).itertuples())
+    # generated slots are numbered from 9001 (test_lpsbench_generate); one FA and one EB case in domain code
+    assert sorted((r.case_id, r.stop_reason, r.steps) for r in rows) == [
+        ("code-EB_9001", "final_answer", 1), ("code-FA_9001", "final_answer", 1)]
+    fake.reset()
+
+
 @pytest.fixture(scope="module")
 def built(fake, tmp_path_factory):
     """One full run of the LPS-Bench targets; yields (workdir, raw config)."""

@@ -13,6 +13,7 @@ SEEDS_DIR = DOWNLOAD["dest"] if DOWNLOAD else config["paths"]["seeds"]
 
 if DOWNLOAD:
     rule fetch_seeds:
+        localrule: True   # no model call: on a cluster it runs in the main Snakemake process
         output: marker=f"{DOWNLOAD['dest']}/.fetched.json"
         params: url=DOWNLOAD["url"]
         log: f"{LOGS}/fetch_seeds/fetch_seeds.log"
@@ -20,6 +21,7 @@ if DOWNLOAD:
 
 
 rule select_seeds:
+    localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     # A downloaded seed folder is tracked through its marker file (the folder holds the marker).
     input: [f"{DOWNLOAD['dest']}/.fetched.json"] if DOWNLOAD else [SEEDS_DIR]
     output: seeds=L["seeds"]
@@ -103,6 +105,7 @@ EXCLUSIONS_FILE = config["construct"].get("exclusions_file")
 
 
 rule finalize:
+    localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     # Rejections of every stage go to exclusions.jsonl, so finalize reads every stage's output; the
     # manual release exclusion file (construct.exclusions_file) is an input when configured.
     input:
@@ -117,6 +120,7 @@ rule finalize:
 
 
 rule construction_counts:
+    localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input:
         seeds=L["seeds"], tags=L["tags"], prefixes=L["prefixes"], relevance=L["relevance"],
         variations=L["variations"], classified=L["classified"], pairs=L["pairs"], dataset=L["dataset"],

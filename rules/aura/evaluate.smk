@@ -35,6 +35,7 @@ rule judge:
 
 
 rule panel:
+    localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input:
         rollouts=lambda wc: expand(L["rollouts"], model=wc.model, shard=S.shards(config)),
         judgments=lambda wc: expand(L["judgments"], model=wc.model, judge=JUDGES, shard=S.shards(config)),
@@ -45,6 +46,7 @@ rule panel:
 
 
 rule model_rates:
+    localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input: dataset=L["dataset"], panel=expand(L["panel"], model=EVALUATED)
     output: model_rates=L["model_rates"]
     params: ins=lambda wc, input: S.in_args(input)
@@ -74,6 +76,7 @@ rule judge_validation:
 
 
 rule reliability:
+    localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input:
         panel=expand(L["panel"], model=EVALUATED),
         **({"human_labels": HUMAN_LABELS} if HUMAN_LABELS else {}),
@@ -88,6 +91,7 @@ rule reliability:
 
 
 rule paper_stats:
+    localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input: dataset=L["dataset"], panel=expand(L["panel"], model=EVALUATED)
     output: **{name: L[name] for name in PAPER_STATS}
     params: ins=lambda wc, input: S.in_args(input), outs=lambda wc, output: S.out_args(output), cfg=S.section_hash(config["stats"])
@@ -101,6 +105,7 @@ FORMAT_MODELS = config["evaluate"]["format_models"]
 
 
 rule format_sample:
+    localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input: dataset=L["dataset"]
     output: sample=L["format_sample"]
     params: size=config["evaluate"]["format_sample_size"], seed=config["seed"]
@@ -129,6 +134,7 @@ rule judge_action_only:
 
 
 rule panel_action_only:
+    localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input:
         rollouts=L["format_rollouts"],
         judgments=lambda wc: expand(L["format_judgments"], model=wc.model, judge=JUDGES),
@@ -139,6 +145,7 @@ rule panel_action_only:
 
 
 rule format_stats:
+    localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input:
         sample=L["format_sample"],
         react=expand(L["panel"], model=FORMAT_MODELS),
@@ -157,6 +164,7 @@ REPLACEMENT = config["roles"].get("replacement_judge")
 
 
 rule vendor_sample:
+    localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input: dataset=L["dataset"]
     output: sample=L["vendor_sample"]
     params: size=config["evaluate"]["vendor_overlap_sample_size"], seed=config["seed"]
@@ -176,6 +184,7 @@ rule judge_replacement:
 
 
 rule vendor_overlap_stats:
+    localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input:
         sample=L["vendor_sample"],
         panel=expand(L["panel"], model=list(VENDOR_OVERLAP)),
@@ -193,6 +202,7 @@ rule vendor_overlap_stats:
 
 
 rule consistency_sample:
+    localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input: dataset=L["dataset"], human_labels=HUMAN_LABELS or []
     output: sample=L["consistency_sample"]
     params: ins=lambda wc, input: S.in_args(input), size=config["evaluate"]["consistency_sample_size"], seed=config["seed"], models=S.section_hash(config["evaluate"]["consistency_models"])
@@ -212,6 +222,7 @@ rule judge_repeat:
 
 
 rule consistency_stats:
+    localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input: sample=L["consistency_sample"], judgments=S.consistency_judgments(config)
     output: table25=L["table25_judge_consistency"]
     params: ins=lambda wc, input: S.in_args(input), runs=config["evaluate"]["consistency_runs"]

@@ -56,6 +56,7 @@ def lps_case_files():
 
 if LPS_DOWNLOAD:
     rule lpsbench_fetch:
+        localrule: True   # no model call: on a cluster it runs in the main Snakemake process
         output: marker=f"{LPS_DOWNLOAD['dest']}/.fetched.json"
         params: url=LPS_DOWNLOAD["url"]
         log: f"{LOGS}/lpsbench_fetch/lpsbench_fetch.log"
@@ -63,6 +64,7 @@ if LPS_DOWNLOAD:
 
 
 rule lpsbench_cases:
+    localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input: lps_case_files()
     output: lps_cases=L["lpsbench_cases"]
     params: cases_dir=LPS_CASES_DIR, cfg=S.section_hash(LPSC["cases"], LPSC["max_cases"])
@@ -98,6 +100,7 @@ LPS_EVALS = {"evaluations": [L["lpsbench_evaluations"].format(model=m, variant=v
 
 
 rule lpsbench_stats:
+    localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input: lps_cases=L["lpsbench_cases"], **LPS_EVALS
     output: **{name: L[f"lpsbench_stats_{name}"] for name in LPS.STATS}
     params: ins=S.in_args(LPS_EVALS), outs=lambda wc, output: S.out_args(output)
@@ -123,6 +126,7 @@ rule lpsbench_generate:
 
 
 rule lpsbench_review_cases:
+    localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input: drafts=L["lpsbench_generate_drafts"], review=[LPS_GEN["review"]] if LPS_GEN.get("review") else []
     output:
         cases=directory(L["lpsbench_generated_cases"]), reviews=L["lpsbench_generate_reviews"],

@@ -46,6 +46,7 @@ def pas_data_files():
 
 if PAS_DOWNLOAD:
     rule pasbench_fetch:
+        localrule: True   # no model call: on a cluster it runs in the main Snakemake process
         output: marker=f"{PAS_DOWNLOAD['dest']}/.fetched.json"
         params: url=PAS_DOWNLOAD["url"]
         log: f"{LOGS}/pasbench_fetch/pasbench_fetch.log"
@@ -53,6 +54,7 @@ if PAS_DOWNLOAD:
 
 
 rule pasbench_items:
+    localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input: pas_data_files()
     output: pas_items=L["pasbench_items"]
     params: data_dir=PAS_DATA, cfg=S.section_hash(PAS["data"], PAS["max_items"])
@@ -120,6 +122,7 @@ PAS_STATS_IN = {name: expand(L[f"pasbench_{name}"], model=PAS_MODELS)
 
 
 rule pasbench_stats:
+    localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input: pas_items=L["pasbench_items"], **PAS_STATS_IN
     output: **{name: L[f"pasbench_stats_{name}"] for name in PB.stats_outputs(config)}
     params: ins=S.in_args(PAS_STATS_IN), outs=lambda wc, output: S.out_args(output), cfg=S.section_hash(PAS["bootstrap"])

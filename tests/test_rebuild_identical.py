@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -24,6 +25,7 @@ import pytest
 import yaml
 
 import scripted
+from aura.cli import main
 from aura.llm.cache import Cache
 from aura.llm.cache_archive import FORMAT, MANIFEST, member_name
 from aura.provenance import RUN_FIELD, git_state, without_run
@@ -32,7 +34,7 @@ from fake_openai import FakeOpenAIServer
 
 KEY_ENV = "AURA_REBUILD_TEST_KEY"  # the endpoint's key variable: set for the original run only
 ENV = {**{k: v for k, v in os.environ.items() if k != KEY_ENV}, "PYTHONPATH": str(REPO / "src")}
-REPORTS = ("pasbench_fig4_text_rates", "pasbench_fig7_k_curves")  # a bar chart and a curve plot, each with a table
+REPORTS = ("pasbench_fig4_text_rates",)  # a figure (PDF + PNG) with its table (CSV + Markdown)
 OUTPUT_DIRS = ("interim", "results", "figures")
 
 
@@ -67,10 +69,17 @@ def small_config(url: str) -> dict:
     return raw
 
 
-def workflow_copy(path: Path, raw: dict) -> Path:
-    copy_workflow(path)
-    (path / "config" / "test.yaml").write_text(yaml.safe_dump(raw))
+def workflow_copy(template: Path, path: Path) -> Path:
+    """A fresh folder from one copy of the workflow files and config (the repository's may change meanwhile)."""
+    shutil.copytree(template, path)
     return path
+
+
+def code_fingerprint() -> str:
+    """What the sidecars' `git` and `config_hash` follow and this test does not hold still: the package's git state
+    and the schema whose defaults enter the config hash (other work in a shared tree may commit during the test)."""
+    return hashlib.sha256(json.dumps(git_state(), sort_keys=True).encode()
+                          + (REPO / "config" / "schema.yaml").read_bytes()).hexdigest()
 
 
 def outputs(workdir: Path) -> dict[str, Path]:
@@ -85,14 +94,16 @@ def calls(workdir: Path) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """(original run, rebuild with 1 core, rebuild with 2 cores, archive, git state before the rebuilds)."""
+    """(original run, rebuild with 1 core, rebuild with 2 cores, archive, its second export, code fingerprint)."""
     tmp = tmp_path_factory.mktemp("rebuild")
     server = FakeOpenAIServer([{"match": {"model": "judge-b", "contains": "carbon monoxide"},
                                 "json": {"rationale": "names the carbon monoxide risk", "detected": True}},
                                *scripted.pasbench_rules()]).start()
     try:
-        raw = small_config(server.base_url)
-        orig = workflow_copy(tmp / "orig", raw)
+        template = copy_workflow(tmp / "workflow")
+        (template / "config" / "test.yaml").write_text(yaml.safe_dump(small_config(server.base_url)))
+        code_before = code_fingerprint()
+        orig = workflow_copy(template, tmp / "orig")
         snakemake(orig, 2, key="sk-test")
         live = server.stats()["count"]
         assert live > 0
@@ -103,15 +114,14 @@ def built(tmp_path_factory):
     host, port = server.host, server.port
     with pytest.raises(OSError):  # nothing listens where the config points any more
         socket.create_connection((host, port), timeout=1).close()
-    git_before = git_state()
     rebuilds = []
     for name, cores in (("rebuild1", 1), ("rebuild2", 2)):
-        work = workflow_copy(tmp / name, raw)  # a fresh folder: the released cache is its only cache
+        work = workflow_copy(template, tmp / name)  # a fresh folder: the released cache is its only cache
         aura(work, "cache", "import", str(tmp / "release.tar.gz"), "--configfile", "config/test.yaml")
         time.sleep(1.1)  # a different second on the clock than the run before it
         snakemake(work, cores)  # no key in the environment either
         rebuilds.append(work)
-    yield orig, *rebuilds, tmp / "release.tar.gz", tmp / "again.tar.gz", git_before
+    yield orig, *rebuilds, tmp / "release.tar.gz", tmp / "again.tar.gz", code_before
 
 
 def test_export_lists_every_entry_the_run_used_and_is_deterministic(built):
@@ -132,7 +142,7 @@ def test_export_lists_every_entry_the_run_used_and_is_deterministic(built):
 
 
 def test_rebuilds_from_the_released_cache_make_no_call_and_match_byte_for_byte(built):
-    orig, r1, r2, archive, _, git_before = built
+    orig, r1, r2, archive, _, code_before = built
     with tarfile.open(archive, "r:gz") as tar:
         released = {e["key"] for e in json.loads(tar.extractfile(MANIFEST).read())["entries"]}
     for work in (r1, r2):  # the server was gone: every call was answered from the imported entries
@@ -144,14 +154,16 @@ def test_rebuilds_from_the_released_cache_make_no_call_and_match_byte_for_byte(b
     kinds = {Path(n).suffix for n in files[0]}
     assert {".pdf", ".png", ".csv", ".md", ".jsonl"} <= kinds
     assert all(f"figures/{r}.{ext}" in files[0] for r in REPORTS for ext in ("pdf", "png"))
-    code_changed = git_state() != git_before  # another commit in this working tree while the test ran
+    # In CI nothing changes the code under the test; in a shared working tree another commit may, and then the
+    # sidecars rightly name two code versions: only then are `git` and `config_hash` left out too.
+    code_changed = code_fingerprint() != code_before
     sidecars = 0
     for name, path in files[0].items():
         if name.endswith(".prov.json"):
             provs = [json.loads(f[name].read_text()) for f in files]
             same = [without_run(p) for p in provs]
             if code_changed:
-                same = [{k: v for k, v in p.items() if k != "git"} for p in same]
+                same = [{k: v for k, v in p.items() if k not in ("git", "config_hash")} for p in same]
             assert same[0] == same[1] == same[2], name
             assert provs[1][RUN_FIELD]["cwd"] != provs[2][RUN_FIELD]["cwd"]  # what differs lives under `run`
             sidecars += 1
@@ -197,8 +209,16 @@ def small(tmp_path):
     return tmp_path, keys
 
 
-def _export(tmp, out="out.tar.gz") -> Path:
-    aura(tmp, "cache", "export", "--configfile", "config/c.yaml", "--out", out)
+def cli(capsys, *args: str) -> tuple[int, str]:
+    """`python -m aura ...` in this process (the hand-made cases; the run above uses subprocesses): (rc, stderr)."""
+    capsys.readouterr()
+    rc = main(list(args))
+    return rc, capsys.readouterr().err
+
+
+def _export(tmp, capsys, out="out.tar.gz") -> Path:
+    rc, err = cli(capsys, "cache", "export", "--configfile", str(tmp / "config" / "c.yaml"), "--out", str(tmp / out))
+    assert rc == 0, err
     return tmp / out
 
 
@@ -206,24 +226,24 @@ def _fresh_config(tmp, name: str) -> str:
     raw = yaml.safe_load((tmp / "config" / "c.yaml").read_text())
     raw["paths"]["cache"] = str(tmp / name)
     (tmp / "config" / f"{name}.yaml").write_text(yaml.safe_dump(raw))
-    return f"config/{name}.yaml"
+    return str(tmp / "config" / f"{name}.yaml")
 
 
-def test_round_trip_restores_exactly_the_used_entries(small):
+def test_round_trip_restores_exactly_the_used_entries(small, capsys):
     tmp, keys = small
-    archive = _export(tmp)
+    archive = _export(tmp, capsys)
     with tarfile.open(archive, "r:gz") as tar:
         manifest = json.loads(tar.extractfile(MANIFEST).read())
     assert manifest["count"] == 3 and manifest["call_logs"] == 2
     assert manifest["keys_per_rule"] == {"pasbench_judge": 2, "pasbench_respond": 2}  # judge: c, a; respond: a, b
-    out = aura(tmp, "cache", "import", str(archive), "--configfile", _fresh_config(tmp, "fresh"))
-    assert "3 entries verified (sha256)" in out.stderr and "3 written, 0 already present" in out.stderr
+    rc, err = cli(capsys, "cache", "import", str(archive), "--configfile", _fresh_config(tmp, "fresh"))
+    assert rc == 0 and "3 entries verified (sha256)" in err and "3 written, 0 already present" in err
     src, dst = Cache(tmp / "cache" / "llm"), Cache(tmp / "fresh")
     for n in "abc":
         assert dst.path(keys[n]).read_bytes() == src.path(keys[n]).read_bytes()
     assert not dst.path(keys["e"]).exists() and dst.get(keys["a"])["response"]["text"] == "answer a"
-    again = aura(tmp, "cache", "import", str(archive), "--configfile", "config/fresh.yaml")
-    assert "0 written, 3 already present" in again.stderr
+    rc, err = cli(capsys, "cache", "import", str(archive), "--configfile", _fresh_config(tmp, "fresh"))
+    assert rc == 0 and "0 written, 3 already present" in err
 
 
 def _rewrite(archive: Path, out: Path, change, append: tuple[str, bytes] | None = None) -> None:
@@ -240,10 +260,14 @@ def _rewrite(archive: Path, out: Path, change, append: tuple[str, bytes] | None 
                 dst.addfile(info, io.BytesIO(data))
 
 
+def _nothing_in(folder: Path) -> bool:
+    return not folder.exists() or not any(p.is_file() for p in folder.rglob("*"))
+
+
 @pytest.mark.parametrize("kind", ["edited", "missing", "unlisted"])
-def test_a_bad_archive_is_refused_naming_the_member_and_nothing_is_unpacked(small, kind):
+def test_a_bad_archive_is_refused_naming_the_member_and_nothing_is_unpacked(small, capsys, kind):
     tmp, keys = small
-    archive, bad = _export(tmp), tmp / "bad.tar.gz"
+    archive, bad = _export(tmp, capsys), tmp / "bad.tar.gz"
     member = member_name(keys["e" if kind == "unlisted" else "b"])
     if kind == "edited":  # one answer changed, the manifest left as it was
         _rewrite(archive, bad, lambda n, d: d.replace(b"answer b", b"answer B") if n == member else d)
@@ -251,36 +275,35 @@ def test_a_bad_archive_is_refused_naming_the_member_and_nothing_is_unpacked(smal
         _rewrite(archive, bad, lambda n, d: None if n == member else d)
     else:  # a whole entry the manifest does not name, after the last listed one
         _rewrite(archive, bad, lambda n, d: d, (member, Cache(tmp / "cache" / "llm").path(keys["e"]).read_bytes()))
-    out = aura(tmp, "cache", "import", str(bad), "--configfile", _fresh_config(tmp, "fresh"), check=False)
-    assert out.returncode == 2
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: cache import:") and f"member {member}" in lines[0], lines
-    assert not (tmp / "fresh").exists() or not any(p.is_file() for p in (tmp / "fresh").rglob("*"))
+    rc, err = cli(capsys, "cache", "import", str(bad), "--configfile", _fresh_config(tmp, "fresh"))
+    lines = err.strip().splitlines()
+    assert rc == 2 and len(lines) == 1, lines
+    assert lines[0].startswith("error: cache import:") and f"member {member}" in lines[0], lines
+    assert _nothing_in(tmp / "fresh")
 
 
-def test_a_damaged_archive_and_a_differing_cache_entry_stop_with_one_line(small):
+def test_a_damaged_archive_and_a_differing_cache_entry_stop_with_one_line(small, capsys):
     tmp, keys = small
-    archive = _export(tmp)
+    archive = _export(tmp, capsys)
     cut = tmp / "cut.tar.gz"
     cut.write_bytes(archive.read_bytes()[: len(archive.read_bytes()) // 2])
-    out = aura(tmp, "cache", "import", str(cut), "--configfile", _fresh_config(tmp, "fresh"), check=False)
-    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and str(cut) in out.stderr
-    assert not (tmp / "fresh").exists() or not any(p.is_file() for p in (tmp / "fresh").rglob("*"))
+    rc, err = cli(capsys, "cache", "import", str(cut), "--configfile", _fresh_config(tmp, "fresh"))
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and str(cut) in err and _nothing_in(tmp / "fresh")
     # the target cache already holds another answer for key c: refused, nothing written; --replace takes the archive's
-    mine = Cache(tmp / "mine")
-    mine.put(keys["c"], _entry(keys["c"], "my own answer"))
+    Cache(tmp / "mine").put(keys["c"], _entry(keys["c"], "my own answer"))
     conf = _fresh_config(tmp, "mine")
-    out = aura(tmp, "cache", "import", str(archive), "--configfile", conf, check=False)
-    assert out.returncode == 2 and member_name(keys["c"]) in out.stderr and "--replace" in out.stderr
-    assert not mine.path(keys["a"]).exists() and Cache(tmp / "mine").get(keys["c"])["response"]["text"] == "my own answer"
-    aura(tmp, "cache", "import", str(archive), "--configfile", conf, "--replace")
-    assert Cache(tmp / "mine").get(keys["c"])["response"]["text"] == "answer c"
+    rc, err = cli(capsys, "cache", "import", str(archive), "--configfile", conf)
+    assert rc == 2 and member_name(keys["c"]) in err and "--replace" in err
+    assert not Cache(tmp / "mine").path(keys["a"]).exists()
+    assert Cache(tmp / "mine").get(keys["c"])["response"]["text"] == "my own answer"
+    rc, err = cli(capsys, "cache", "import", str(archive), "--configfile", conf, "--replace")
+    assert rc == 0 and Cache(tmp / "mine").get(keys["c"])["response"]["text"] == "answer c"
 
 
-def test_export_stops_when_a_logged_entry_is_gone(small):
+def test_export_stops_when_a_logged_entry_is_gone(small, capsys):
     tmp, keys = small
     Cache(tmp / "cache" / "llm").path(keys["b"]).unlink()
-    out = aura(tmp, "cache", "export", "--configfile", "config/c.yaml", "--out", "x.tar.gz", check=False)
-    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
-    assert keys["b"] in out.stderr and "pasbench_respond/m.calls.jsonl:2" in out.stderr
+    rc, err = cli(capsys, "cache", "export", "--configfile", str(tmp / "config" / "c.yaml"), "--out", str(tmp / "x.tar.gz"))
+    assert rc == 2 and len(err.strip().splitlines()) == 1
+    assert keys["b"] in err and "pasbench_respond/m.calls.jsonl:2" in err  # b is the respond log's 2nd record
     assert not (tmp / "x.tar.gz").exists() and not list(tmp.glob(".x.tar.gz.*"))

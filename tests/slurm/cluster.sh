@@ -98,7 +98,7 @@ start() {
     die "already running under $DIR (tests/slurm/cluster.sh stop first)"
   fi
   if [ -e "$CONF" ] && scontrol ping 2>/dev/null | grep -q UP; then
-    die "a slurmctld answers for $CONF already (another folder's cluster? stop it first)"
+    die "a slurmctld answers for $CONF already: tests/slurm/cluster.sh stop (no AURA_SLURM_DIR) stops it"
   fi
   write_config
   munged --force --key-file="$DIR/munge/munge.key" --socket="$DIR/munge/munge.socket" \
@@ -124,6 +124,10 @@ start() {
 
 stop() {
   local name pid
+  # Without AURA_SLURM_DIR: the folder of the cluster whose slurm.conf this script wrote.
+  if [ -z "${AURA_SLURM_DIR:-}" ] && [ -e "$CONF" ] && [ "$(head -c ${#MARK} "$CONF")" = "$MARK" ]; then
+    DIR=$(sed -n 's|^StateSaveLocation=\(.*\)/state$|\1|p' "$CONF")
+  fi
   for name in slurmd slurmctld munged; do
     pid=$(pid_of "$name")
     [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || continue

@@ -252,3 +252,21 @@ def test_a_langchain_tool_module_is_served(server, cfg, tmp_path):
     params = tool["function"]["parameters"]
     assert params["required"] == ["folder"] and params["properties"]["keep"]["default"] == 3
     assert ep.environment["python"] == LANGCHAIN_PYTHON
+
+
+def test_upstream_back_end_needs_no_emulator_and_the_estimate_counts_none(cfg):
+    import aura.families.lpsbench as LPS
+    from aura.estimate import estimate
+
+    raw = json.loads(json.dumps(cfg.raw))
+    raw["families"] = ["lpsbench"]
+    raw["lpsbench"] = {"cases": {"path": str(CHECKOUT / "examples")}, "evaluated": ["m"], "variants": ["raw"],
+                       "evaluator": "m", "tools": {"backend": "upstream", "upstream_dir": str(CHECKOUT)}}
+    assert LPS.check(raw) == []
+    stages = {ln.stage for ln in estimate(validate_config(raw))}
+    assert "lpsbench-episodes:agent (raw)" in stages and not any("emulator" in s for s in stages)
+    # The same config on the emulated back-end needs the emulator, and a missing checkout is named.
+    raw["lpsbench"]["tools"] = {"backend": "emulated"}
+    assert LPS.check(raw) == ["lpsbench.emulator: a model is required when lpsbench.evaluated is not empty"]
+    raw["lpsbench"]["tools"] = {"backend": "upstream"}
+    assert LPS.check(raw) == ["lpsbench.tools.upstream_dir: an LPS-Bench checkout is required with backend upstream"]

@@ -80,6 +80,19 @@ def accepted(srv: socket.socket) -> bool:
     return True
 
 
+def servers_alive() -> list[str]:
+    """Processes still running a server over the fixture module (their command line names it)."""
+    alive = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if proc.name.isdigit() and "upstream_tool_server" in cmd and str(MODULE.resolve()) in cmd:
+            alive.append(proc.name)
+    return alive
+
+
 NETWORKS = [pytest.param("guard", id="socket_guard"),
             pytest.param("unshare", id="unshare", marks=pytest.mark.skipif(
                 not unshare_works(), reason="unshare -rn does not work here (unprivileged user namespaces off)"))]
@@ -140,6 +153,7 @@ def test_tool_call_past_its_limits_stops_the_episode(server, cfg, case, tmp_path
     started = time.monotonic()
     ep = run(cfg, spec_for(cfg, case, tool_call_timeout_s=1.0), tmp_path)
     assert time.monotonic() - started < 20
+    assert not servers_alive(), "the server process was killed, not left sleeping"
     assert (ep.status, ep.stop_reason, len(ep.steps)) == ("failed", "tool_failed", 1)
     assert ep.error == "tool server killed: wait_for_sync ran past the per-call limit of 1 s"
     assert ep.steps[0].tool_results[0].status == "failed"
@@ -154,6 +168,36 @@ def test_tool_call_past_its_limits_stops_the_episode(server, cfg, case, tmp_path
     assert (ep.stop_reason, ep.error) == (
         "tool_failed", "tool server killed: wait_for_sync ran past the episode's tool time limit of 1.5 s")
     assert ep.environment["call_timeout_s"] == 10.0 and ep.environment["episode_timeout_s"] == 1.5
+
+
+def test_a_killed_job_leaves_no_server_behind(server, cfg, case, tmp_path):
+    """The agent's process is SIGKILLed while its tool server sleeps in wait_for_sync(600) with no time limit:
+    the kernel kills the server with it (PR_SET_PDEATHSIG), instead of leaving it asleep for 10 minutes."""
+    import signal
+    import subprocess
+
+    server.set_rules([agent(call("wait_for_sync", seconds=600)), agent(content="unreachable")])
+    spec_path = tmp_path / "spec.json"
+    spec_for(cfg, case).write(spec_path)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.Popen([sys.executable, "-m", "aura.families.lpsbench.agent", str(spec_path),
+                             str(tmp_path / "record.json")], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while server.request_count() < 1 or not servers_alive():
+            assert proc.poll() is None and time.monotonic() < deadline, "the episode never reached its tool call"
+            time.sleep(0.1)
+        time.sleep(1.0)  # the call is under way: the server sleeps in the tool
+        assert servers_alive()
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)  # the agent only, not its process group
+        proc.wait(10)
+    deadline = time.monotonic() + 10
+    while servers_alive():
+        assert time.monotonic() < deadline, "the killed job's tool server is still running"
+        time.sleep(0.1)
+    assert not (tmp_path / "record.json").exists()
 
 
 def test_a_case_the_checkout_cannot_serve_fails_with_one_line(server, cfg, case, tmp_path):

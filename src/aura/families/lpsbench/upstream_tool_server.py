@@ -11,6 +11,7 @@ function with a docstring; it has ``name``, ``description``, an args schema and 
 function is taken too (its signature gives the schema, its docstring the description). The module is
 loaded under a fresh name, with the checkout on ``sys.path`` (upstream's modules import ``tools.<helper>``).
 
+The kernel kills the server when its parent dies (``PR_SET_PDEATHSIG``): a killed job leaves none behind.
 ``--socket-guard`` (used when ``unshare`` cannot give the process an empty network namespace) installs an
 audit hook before the module is imported: creating a socket, resolving a name, and starting a process raise
 ``PermissionError``. The hook cannot be removed (PEP 578), so the module cannot undo it.
@@ -22,11 +23,13 @@ LangChain agent would be). MCP runs on private copies of fds 0 and 1: a tool's p
 from __future__ import annotations
 
 import argparse
+import ctypes
 import importlib.util
 import inspect
 import io
 import json
 import os
+import signal
 import sys
 import uuid
 from pathlib import Path
@@ -48,6 +51,17 @@ BLOCKED_EVENTS = {  # PEP 578 audit events: network access and new processes
 
 class LoadError(Exception):
     """The module or one of its tools cannot be served (one line)."""
+
+
+def die_with_parent() -> None:
+    """Linux: the kernel kills this server when the process that started it dies (PR_SET_PDEATHSIG), so a killed
+    job leaves no server behind, even one stuck in a tool call that never returns."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the client's kill escalation is the only limit
+        return
+    if os.getppid() == 1:  # the parent died before the call above
+        os._exit(1)
 
 
 def install_socket_guard() -> None:
@@ -169,6 +183,7 @@ def _wire() -> tuple:
 
 
 async def serve(args: argparse.Namespace) -> int:
+    die_with_parent()
     wire = _wire()  # before any tool code runs (an import may print)
     if args.socket_guard:
         install_socket_guard()  # after the event loop made its own socketpair, before any tool code

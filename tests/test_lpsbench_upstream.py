@@ -8,6 +8,7 @@ import asyncio
 import hashlib
 import json
 import os
+import shutil
 import socket
 import sys
 import time
@@ -189,7 +190,8 @@ def test_a_killed_job_leaves_no_server_behind(server, cfg, case, tmp_path):
             assert proc.poll() is None and time.monotonic() < deadline, "the episode never reached its tool call"
             time.sleep(0.1)
         time.sleep(1.0)  # the call is under way: the server sleeps in the tool
-        assert servers_alive()
+        [pid] = servers_alive()
+        workdir = Path(os.readlink(f"/proc/{pid}/cwd"))
     finally:
         os.kill(proc.pid, signal.SIGKILL)  # the agent only, not its process group
         proc.wait(10)
@@ -198,6 +200,9 @@ def test_a_killed_job_leaves_no_server_behind(server, cfg, case, tmp_path):
         assert time.monotonic() < deadline, "the killed job's tool server is still running"
         time.sleep(0.1)
     assert not (tmp_path / "record.json").exists()
+    # A SIGKILLed job cannot remove its temporary folder (the system's tmp cleaning does); the test does.
+    assert workdir.name.startswith("lpsbench-tools-")
+    shutil.rmtree(workdir, ignore_errors=True)
 
 
 def test_a_case_the_checkout_cannot_serve_fails_with_one_line(server, cfg, case, tmp_path):

@@ -30,8 +30,8 @@ Tool calling (`AgentSettings.tool_calling`, from the endpoint's `tool_calling`):
 
 `run_case(spec, spec_path, client)` runs an episode against the LM-emulated tool server started as a
 subprocess (``python -m aura.families.lpsbench.tool_server``), or, with ``spec.tools.backend == "upstream"``,
-against upstream's mock-tool module of the case in its own subprocess server (upstream_tools.py). One LLMClient runs one episode at a
-time (its `arun` is not re-entrant).
+against upstream's mock-tool module of the case in its own subprocess server (upstream_tools.py). One
+LLMClient runs one episode at a time (its `arun` is not re-entrant).
 
     python -m aura.families.lpsbench.agent <episode spec file> <record.json>
 """

@@ -18,7 +18,8 @@ audit hook before the module is imported: creating a socket, resolving a name, a
 
 Each call's arguments are checked against the tool's schema first (a rejection is a tool error, the tool does
 not run). A tool that raises is answered as a tool error carrying the exception (the agent is told, as a
-LangChain agent would be). MCP runs on private copies of fds 0 and 1: a tool's print() goes to stderr. Time limits are the client's: it abandons a call past its limit and the process is killed.
+LangChain agent would be). MCP runs on private copies of fds 0 and 1: a tool's print() goes to stderr.
+Time limits are the client's: it abandons a call past its limit, and closing the session kills the process.
 """
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ Run-specific facts the comparison leaves out, and why:
 """
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -213,4 +214,8 @@ def test_outputs_equal_a_local_run(runs):
             same = a[name].read_bytes() == b[name].read_bytes()
         if not same:
             differing.append(name)
-    assert differing == []
+    first = ""
+    if differing and not differing[0].endswith((".png", ".pdf")):
+        first = "".join(difflib.unified_diff(a[differing[0]].read_text().splitlines(True),
+                                             b[differing[0]].read_text().splitlines(True), "slurm", "local", n=1))[:2000]
+    assert differing == [], first

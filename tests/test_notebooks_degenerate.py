@@ -219,6 +219,15 @@ def test_error_bars_are_clipped_at_zero():
     assert err.tolist() == [[0.0, 10.0, 0.0], [24.2, 10.0, 0.0]]
 
 
+def test_bars_tell_a_measured_zero_from_nothing_measured():
+    from aura.notebook_helpers import bars
+
+    fig = bars(["a", "b", "c"], [("rate", "#333333", [0.0, float("nan"), 0.5], None, None)], "rate (%)")
+    ax = fig.axes[0]
+    assert [round(p.get_height(), 6) for p in ax.patches] == [0.0, 0.0, 50.0]  # NaN is no bar, not a zero bar
+    assert sorted((round(t.get_position()[0], 3), t.get_text()) for t in ax.texts) == [(0.0, "0"), (1.0, "–")]
+
+
 def test_helpers_read_and_write_empty_and_unlabelled_tables(tmp_path, capsys):
     (tmp_path / "zero.csv").write_text("")  # a stage that wrote nothing at all
     df = read(tmp_path / "zero.csv", columns=["rate"])

@@ -70,6 +70,7 @@ rule composed_judge:
 
 
 rule composed_panel:
+    localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input:
         rollouts=L["composed_rollouts"],
         judgments=lambda wc: expand(L["composed_judgments"], model=wc.model, judge=COMPOSED_JUDGES),
@@ -80,6 +81,7 @@ rule composed_panel:
 
 
 rule composed_stats:
+    localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input: dataset=L["composed_dataset"], panel=expand(L["composed_panel"], model=COMPOSED_MODELS)
     output: composed_interaction=L["composed_interaction"]
     params:

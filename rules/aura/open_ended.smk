@@ -41,6 +41,7 @@ rule open_ended_judge:
 
 
 rule open_ended_panel:
+    localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input:
         rollouts=L["open_ended_step_rollouts"],
         judgments=lambda wc: expand(L["open_ended_judgments"], model=wc.model, judge=JUDGES),
@@ -51,6 +52,7 @@ rule open_ended_panel:
 
 
 rule open_ended_stats:
+    localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input:
         episodes=expand(L["open_ended_episodes"], model=OE_MODELS),
         panel=expand(L["open_ended_panel"], model=OE_MODELS),

@@ -5,8 +5,9 @@ import hashlib
 import json
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import IO, Any, Iterable, Iterator
 
 
 def canonical_json(obj: Any) -> str:
@@ -40,19 +41,21 @@ def read_utf8(path: str | os.PathLike, error: type[Exception], what: str = "") -
         raise error(f"{lead}: not valid UTF-8: byte {data[e.start]:#04x} at offset {e.start} ({e.reason})") from None
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write to a temp file in the same folder, fsync, then rename over the target.
-
-    A crash leaves either the old file or the new one, never half a file.
+@contextmanager
+def atomic_file(path: str | os.PathLike, mode: str = "w", perms: int | None = None) -> Iterator[IO]:
+    """Open a temp file beside `path` (mode "w" text or "wb" bytes); on a clean exit fsync it and rename
+    it over `path`, on any exception remove it. A crash leaves the old file or the new one, never half.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
+        if perms is not None:
+            os.chmod(tmp, perms)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -60,6 +63,12 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write `text` to `path` atomically (see `atomic_file`)."""
+    with atomic_file(path) as fh:
+        fh.write(text)
 
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:

@@ -203,7 +203,7 @@ def bars(groups, series, ylabel: str, title: str | None = None, ylim=(0, 100)):
 
     groups: the x tick labels; series: (label, color, rate, low, high) with array-likes as long as `groups`
     (fractions; low/high may be None for no whisker). A NaN rate is drawn as "–" (nothing measured), never as
-    a 0 bar. Returns the figure."""
+    a 0 bar; a measured 0 is labelled "0". Returns the figure."""
     import matplotlib.pyplot as plt
 
     x = np.arange(len(groups))
@@ -216,8 +216,9 @@ def bars(groups, series, ylabel: str, title: str | None = None, ylim=(0, 100)):
                                                    np.asarray(high, dtype=float) * 100)
         ax.bar(xs, np.nan_to_num(rate), width, yerr=yerr, capsize=3, color=color, label=label)
         for xi, r in zip(xs, rate):
-            if np.isnan(r):
-                ax.text(xi, 1, DASH, ha="center", va="bottom", fontsize=8, color="#999999")
+            if np.isnan(r) or r == 0:  # a measured zero says "0", nothing measured says "–"
+                ax.text(xi, 1, DASH if np.isnan(r) else "0", ha="center", va="bottom", fontsize=8,
+                        color="#999999" if np.isnan(r) else "black")
     ax.set_xticks(x, list(groups), fontsize=8)
     ax.set_ylabel(ylabel)
     ax.set_ylim(*ylim)

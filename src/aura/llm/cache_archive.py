@@ -21,16 +21,15 @@ import gzip
 import hashlib
 import io
 import json
-import os
 import re
 import sys
 import tarfile
-import tempfile
 import zlib
 from collections import Counter
 from pathlib import Path
 
 from ..config import ConfigError, UserError, load_config
+from ..io import atomic_file
 from .cache import Cache, _complete_entry
 
 FORMAT = "aura-cache-archive/1"
@@ -121,28 +120,15 @@ def export(config, out: str | Path) -> dict:
     manifest = {"format": FORMAT, "count": len(entries), "call_logs": n_logs,
                 "keys_per_rule": dict(sorted(per_rule.items())), "entries": entries}
     manifest_bytes = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode("utf-8")
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as raw:
-            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz, \
-                    tarfile.open(fileobj=gz, mode="w", format=tarfile.USTAR_FORMAT) as tar:
-                tar.addfile(_tarinfo(MANIFEST, len(manifest_bytes)), io.BytesIO(manifest_bytes))
-                for e in entries:  # read again: the bytes written are the bytes the manifest names
-                    data = _entry_bytes(cache, e["key"], keys[e["key"]])
-                    if hashlib.sha256(data).hexdigest() != e["sha256"]:
-                        raise ArchiveError(f"{cache.path(e['key'])}: changed while being exported; export again")
-                    tar.addfile(_tarinfo(e["member"], len(data)), io.BytesIO(data))
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(tmp, out)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    with atomic_file(out, "wb") as raw:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz, \
+                tarfile.open(fileobj=gz, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+            tar.addfile(_tarinfo(MANIFEST, len(manifest_bytes)), io.BytesIO(manifest_bytes))
+            for e in entries:  # read again: the bytes written are the bytes the manifest names
+                data = _entry_bytes(cache, e["key"], keys[e["key"]])
+                if hashlib.sha256(data).hexdigest() != e["sha256"]:
+                    raise ArchiveError(f"{cache.path(e['key'])}: changed while being exported; export again")
+                tar.addfile(_tarinfo(e["member"], len(data)), io.BytesIO(data))
     return manifest
 
 
@@ -241,20 +227,8 @@ def _existing(cache: Cache, key: str) -> bytes | None:
 
 
 def _write(cache: Cache, key: str, data: bytes) -> None:
-    path = cache.path(key)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    with atomic_file(cache.path(key), "wb", perms=0o644) as fh:
+        fh.write(data)
 
 
 def verify(archive: str | Path, cache: Cache | None = None, replace: bool = False) -> dict:

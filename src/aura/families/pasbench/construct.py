@@ -62,7 +62,6 @@ file or column, bad verdict, empty note, unknown or repeated id) is one line nam
 """
 from __future__ import annotations
 
-import os
 import random
 import re
 from collections import Counter
@@ -70,7 +69,7 @@ from pathlib import Path
 
 from ...config import UserError
 from ...construct.common import outcome, request, reviewer_accepts, run_with_rule_checks
-from ...io import read_person_table
+from ...io import atomic_file, read_person_table
 from ...llm.images import ImageRequest
 from ...pipeline.context import StageContext
 from ...prompts import get_prompt
@@ -459,10 +458,8 @@ def image_text(scene: str, prompt: str, k: int, n: int) -> str:
 
 def write_png(path: Path, data: bytes) -> None:
     """Write beside the target, then rename over it: a stopped job never leaves half a PNG."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    with atomic_file(path, "wb") as fh:
+        fh.write(data)
 
 
 def run_images(ctx: StageContext) -> None:

@@ -29,7 +29,7 @@ from aura.construct.composed import (COMPOSED_CRITERIA, canonical_pairs, candida
 from aura.construct.variations import splice
 from aura.io import read_jsonl
 from aura.stats.composed import CELLS, composed_table
-from conftest import REPO, base_config
+from conftest import PANEL, REPO, base_config
 from scripted import STEPS
 
 RS2_REQUEST = "I'm away for a week, switch off all 40 devices in the building to save power."
@@ -97,6 +97,29 @@ def test_off_by_default_and_switched_in_config():
     assert raw["construct"]["composed"]["enabled"] is False
     cfg = validate_config(base_config("http://127.0.0.1:9/v1", REPO / "cache"))
     assert cfg.raw["construct"]["composed"] == {"enabled": False, "pairs": [["RS2", "RS5"]], "models": None}
+
+
+def test_estimate_counts_the_new_calls_of_each_composition(tmp_path):
+    from aura.io import write_jsonl
+    from aura.pipeline.layout import layout
+
+    raw = base_config("http://127.0.0.1:9/v1", tmp_path / "cache")
+    raw["construct"] = {"composed": {"enabled": True, "pairs": [["RS2", "RS5"], ["RS2", "RS6"]]}}
+    cfg = validate_config(raw)
+    lay = layout(cfg.raw)
+    answer = lambda codes: {"relevant": [{"code": c, "element": c} for c in codes]}  # noqa: E731
+    write_jsonl(lay["relevance"], [{"prefix_id": "p1", "status": "ok", "answer": answer(["RS2", "RS5", "RS6"])},
+                                   {"prefix_id": "p2", "status": "ok", "answer": answer(["RS2", "RS5"])},
+                                   {"prefix_id": "p3", "status": "ok", "answer": answer(["RS5", "RS6"])}])
+    lines = composed.estimate_lines(cfg, lay, seeds=3, avg_in=500)
+    calls = {(ln.stage, ln.model): ln.calls for ln in lines}
+    # compositions: p1 RS2xRS5 and RS2xRS6, p2 RS2xRS5 (p3 lacks RS2) = 3; 3 reviewers, 1 model, 3 judges
+    assert {ln.basis for ln in lines} == {"counted"}
+    assert calls[("composed-variations", "m")] == calls[("composed-classify", "m")] == 3
+    assert [calls[("composed-review", r)] for r in PANEL] == [3, 3, 3]
+    assert calls[("rollout (composed, m)", "m")] == 3
+    assert [calls[("judge (composed, m)", j)] for j in PANEL] == [9, 9, 9]
+    assert len(lines) == 1 + 3 + 1 + 1 + 3  # generator, reviewers, classifier, rollout, judges
 
 
 @pytest.mark.parametrize("pairs", [[["RS2", "SD1"]], [["RS2"]], [["RS2", "RS5", "RS6"]], []])

@@ -205,6 +205,10 @@ def _aura(config: Config) -> Estimate:
         from .evaluate.open_ended import estimate_lines
 
         lines += estimate_lines(config, n_items, avg_in)
+    if config.raw["construct"]["composed"]["enabled"]:  # composed mechanisms (off by default)
+        from .construct import composed
+
+        lines += composed.estimate_lines(config, lay, seeds, avg_in)
     return lines
 
 
@@ -287,6 +291,9 @@ STAGE_PROMPTS = {
     "generate-pairs (P8)": (None, ["p8_pair_generation"]),
     "review-pairs (P9)": ("reviewer", ["p9_pair_review"]),
     "rollout": (None, ["rollout_react"]),
+    "composed-variations": (None, ["composed_variation"]),
+    "composed-review": ("reviewer", ["composed_review"]),
+    "composed-classify": ("classifier", ["p7_pair_classification"]),
 }
 JUDGE_LABELS = ("judge", "replacement", "validation", "repeat")
 

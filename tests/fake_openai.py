@@ -391,8 +391,8 @@ class FakeOpenAIApp:
                     "close" not in conn_hdr
                     if version.upper() != "HTTP/1.0" else "keep-alive" in conn_hdr
                 )
-                path = target.split("?", 1)[0]
-                resp = await self._dispatch(method.upper(), path, headers, raw, reader)
+                path, _, query = target.partition("?")
+                resp = await self._dispatch(method.upper(), path, headers, raw, reader, query)
                 if resp is None:  # connection dropped while hanging
                     return
                 status, payload, extra, force_close = resp
@@ -435,7 +435,7 @@ class FakeOpenAIApp:
         return True
 
     async def _dispatch(self, method: str, path: str, headers: dict, raw: bytes,
-                        reader: asyncio.StreamReader):
+                        reader: asyncio.StreamReader, query: str = ""):
         if path.endswith("/chat/completions"):
             if method != "POST":
                 return 405, _error_body("method not allowed", 405), None, False
@@ -451,7 +451,7 @@ class FakeOpenAIApp:
         if path.startswith(("/v1/files", "/v1/batches")):
             self.log.append({"path": path, "method": method, "headers": headers,
                              "body": None if path.startswith("/v1/files") else json.loads(raw or b"null")})
-            status, payload = self.batch_store.handle(self, method, path, headers, raw)
+            status, payload = self.batch_store.handle(self, method, path, headers, raw, query)
             return status, payload, None, False
         if path.startswith("/_control/"):
             return self._control(method, path[len("/_control/"):], raw)
@@ -799,7 +799,7 @@ class FakeOpenAIServer:
         self._control("POST", "reset", {})
 
     def set_batch_plan(self, **plan) -> None:
-        """in_progress_polls=n, expire_after=k (fake_openai_batch.py)."""
+        """in_progress_polls=n, expire_after=k, create_500=n, upload_status=s (fake_openai_batch.py)."""
         self._control("POST", "batch", plan)
 
     def requests(self) -> list[dict]:

@@ -5,7 +5,7 @@
 ``POST /v1/batches`` {input_file_id, endpoint, completion_window, metadata} creates a batch
 (``validating``); ``GET /v1/batches/{id}`` retrieves it, each retrieve moving it one step on:
 validating -> in_progress (``in_progress_polls`` retrieves) -> completed, or expired when the plan
-says so. ``GET /v1/batches`` lists them (newest first).
+says so. ``GET /v1/batches?limit=&after=`` lists them newest first, a page at a time (``has_more``).
 
 The lines are answered when the batch ends, each through the server's rule list exactly as a live
 ``/v1/chat/completions`` call with that body would be (so a rule with ``status`` fails that line: it
@@ -15,8 +15,12 @@ HTTP request.
 Plan (``POST /_control/batch`` {...}, cleared by reset)::
 
     {"in_progress_polls": 2,   # retrieves answered "in_progress" before the batch ends
-     "expire_after": 3}         # the batch expires with only its first 3 lines answered; the
+     "expire_after": 3,         # the batch expires with only its first 3 lines answered; the
                                 # rest are error lines with code "batch_expired"
+     "create_500": 1}           # the first 1 batch creations create the batch, then answer HTTP 500
+                                # (a response lost after the server acted: a client retry would
+                                # create a second batch)
+     "upload_status": 401}      # every file upload answers this HTTP status (an error body), uploads nothing
 """
 from __future__ import annotations
 
@@ -26,8 +30,9 @@ import itertools
 import json
 import time
 from typing import Any
+from urllib.parse import parse_qs
 
-DEFAULT_PLAN = {"in_progress_polls": 1, "expire_after": None}
+DEFAULT_PLAN = {"in_progress_polls": 1, "expire_after": None, "create_500": 0, "upload_status": None}
 
 
 class BatchStore:
@@ -59,6 +64,9 @@ class BatchStore:
         return {k: v for k, v in obj.items() if not k.startswith("_")}
 
     def _upload(self, headers: dict, raw: bytes):
+        if self.plan["upload_status"]:
+            return self.plan["upload_status"], {"error": {"message": "files: refused by the test plan",
+                                                          "code": self.plan["upload_status"]}}
         ctype = headers.get("content-type", "")
         if not ctype.startswith("multipart/form-data"):
             return 400, {"error": {"message": "files: multipart/form-data expected", "code": 400}}
@@ -88,6 +96,9 @@ class BatchStore:
             "request_counts": {"total": 0, "completed": 0, "failed": 0},
         }
         self.polls[bid] = 0
+        if self.plan["create_500"] > 0:
+            self.plan["create_500"] -= 1
+            return 500, {"error": {"message": "upstream timeout (the batch was created)", "code": 500}}
         return 200, self.batches[bid]
 
     def _advance(self, app, batch: dict) -> None:
@@ -129,7 +140,7 @@ class BatchStore:
                                    "failed": sum(1 for r in err if r["error"] is None)}
 
     # routing ----------------------------------------------------------------------------------
-    def handle(self, app, method: str, path: str, headers: dict, raw: bytes):
+    def handle(self, app, method: str, path: str, headers: dict, raw: bytes, query: str = ""):
         """(status, payload) of a /v1/files or /v1/batches request."""
         parts = path.rstrip("/").split("/")  # ["", "v1", "files", id?, "content"?]
         kind, rest = parts[2], parts[3:]
@@ -147,9 +158,14 @@ class BatchStore:
                 body = None
             return self._create(body)
         if method == "GET" and not rest:
+            args = {k: v[-1] for k, v in parse_qs(query).items()}
             data = list(self.batches.values())[::-1]  # newest first
-            return 200, {"object": "list", "data": data, "has_more": False,
-                         "first_id": data[0]["id"] if data else None, "last_id": data[-1]["id"] if data else None}
+            if args.get("after") in self.batches:
+                data = data[[b["id"] for b in data].index(args["after"]) + 1:]
+            limit = int(args.get("limit", 20))
+            page = data[:limit]
+            return 200, {"object": "list", "data": page, "has_more": len(data) > limit,
+                         "first_id": page[0]["id"] if page else None, "last_id": page[-1]["id"] if page else None}
         if method == "GET" and rest and rest[0] in self.batches:
             self._advance(app, self.batches[rest[0]])
             return 200, self.batches[rest[0]]

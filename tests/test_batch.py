@@ -247,3 +247,57 @@ def test_killed_mid_poll_the_rerun_resumes_the_same_batch(server, tmp_path):
     _ok([*live, "--out", f"judgments={tmp_path}/live.jsonl"])
     assert list(read_jsonl(tmp_path / "live.jsonl")) == rows
     assert sorted(entries(tmp_path / "live_cache")) == sorted(entries(tmp_path / "cache"))
+
+
+# --- the Batch API's own calls: one line on errors, never two batches, tokens counted once ---------------
+def test_a_refused_upload_stops_the_job_with_one_line_and_writes_nothing(make_config, server, tmp_path):
+    from aura.llm.errors import FatalEndpointError
+
+    server.set_rules([{"echo_schema_default": True}])
+    server.set_batch_plan(upload_status=401)
+    cfg = batch_config(make_config)
+    with pytest.raises(FatalEndpointError) as err:
+        run(cfg, reqs(2))
+    assert str(err.value) == ("endpoint 'fake': Batch API refused a request: HTTP 401: AuthenticationError: "
+                              "files: refused by the test plan")
+    assert entries(Path(cfg.paths["cache"])) == {} and posts(server, "/v1/chat/completions") == []
+
+
+def test_a_lost_create_response_never_makes_a_second_batch(make_config, server):
+    server.set_rules([{"echo_schema_default": True}])
+    server.set_batch_plan(create_500=1)  # the batch is made, then its response is an HTTP 500
+    results, _ = run(batch_config(make_config), reqs(3))
+    assert [r.status for r in results] == ["ok"] * 3
+    # one create only: after the 500 the job found its batch by metadata instead of creating another
+    assert len(posts(server, "/v1/batches")) == 1 and posts(server, "/v1/chat/completions") == []
+
+
+def test_a_killed_jobs_batch_is_found_past_the_first_page(make_config, server):
+    import openai
+
+    server.set_rules([{"echo_schema_default": True}])
+    server.set_batch_plan(in_progress_polls=10**9)
+    cfg = batch_config(make_config, max_wait_s=0.05)
+    from aura.llm.batch import BatchStillRunning
+    with pytest.raises(BatchStillRunning):
+        run(cfg, reqs(3))
+    (state_file,) = Path(cfg.paths["cache"]).parent.joinpath("batches").glob("*.json")
+    state = json.loads(state_file.read_text())  # as if killed between batches.create and the state write
+    state_file.write_text(json.dumps({**state, "status": "submitting", "batch_id": None}))
+    api = openai.OpenAI(base_url=server.base_url, api_key="x")
+    upload = api.files.create(file=("other.jsonl", b"", "application/jsonl"), purpose="batch")
+    for _ in range(120):  # other jobs' batches, all newer than ours: ours is on the second page
+        api.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h")
+    server.set_batch_plan(in_progress_polls=0)
+    results, _ = run(cfg, reqs(3))
+    assert [r.status for r in results] == ["ok"] * 3
+    assert len(posts(server, "/v1/batches")) == 1 + 120 and posts(server, "/v1/chat/completions") == []
+
+
+def test_a_batch_answer_counts_its_tokens_once(make_config, server, tmp_path):
+    server.set_rules([{"echo_schema_default": True}])
+    _, batched = run(batch_config(make_config), reqs(3))
+    server.reset()
+    server.set_rules([{"echo_schema_default": True}])
+    _, live = run(make_config({"paths": {**make_config().raw["paths"], "cache": str(tmp_path / "live")}}), reqs(3))
+    assert live.tokens_in > 0 and (batched.tokens_in, batched.tokens_out) == (live.tokens_in, live.tokens_out)

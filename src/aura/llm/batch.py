@@ -35,7 +35,7 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from ..io import atomic_write_json, canonical_json, sha256_text
-from .errors import FatalEndpointError, StageFailed
+from .errors import FatalEndpointError, StageFailed, backoff_s, describe, is_retryable
 
 if TYPE_CHECKING:
     from ..config import Endpoint, Model
@@ -117,6 +117,11 @@ class BatchRunner:
                                for i in range(0, len(keys), size)]
                 for state in states:
                     todo -= self._finish(api, state, pending, role, model, ep)
+        except openai.OpenAIError as exc:  # the Batch API's own calls (upload, create, list, poll, download)
+            if is_retryable(exc):
+                raise StageFailed(f"endpoint '{ep.name}': Batch API still failing after {ep.max_tries} tries "
+                                  f"({describe(exc)}); a rerun resumes the batches kept in {self.state_dir}") from None
+            raise FatalEndpointError(f"endpoint '{ep.name}': Batch API refused a request: {describe(exc)}") from None
         finally:
             api.close()
 
@@ -186,21 +191,46 @@ class BatchRunner:
                         for k in keys)
         upload = api.files.create(file=(f"aura-{name}.jsonl", lines.encode("utf-8"), "application/jsonl"),
                                   purpose="batch")
-        batch = api.batches.create(input_file_id=upload.id, endpoint=CHAT_PATH,
-                                   completion_window=self.opt["completion_window"],
-                                   metadata={"aura_state": name})
+        batch = self._create(api, ep, upload.id, name, state["created"])
         state.update(batch_id=batch.id, input_file_id=upload.id, status="submitted")
         self._write(state)  # before the first poll: a rerun resumes this batch
         return state
 
+    def _create(self, api: openai.OpenAI, ep: "Endpoint", file_id: str, name: str, since: float):
+        """batches.create without the client's own retries: a create whose response was lost may have made
+        the batch, so before each new try the batch is looked up by its metadata (never two batches)."""
+        once = api.with_options(max_retries=0)
+        for attempt in range(1, ep.max_tries + 1):
+            try:
+                return once.batches.create(input_file_id=file_id, endpoint=CHAT_PATH,
+                                           completion_window=self.opt["completion_window"],
+                                           metadata={"aura_state": name})
+            except openai.OpenAIError as exc:
+                if not is_retryable(exc) or attempt == ep.max_tries:
+                    raise
+                made = self._find(api, name, since)
+                if made is not None:
+                    return made
+                self._sleep(backoff_s(attempt, ep.backoff_base_s, ep.backoff_max_s))
+
+    def _find(self, api: openai.OpenAI, name: str, since: float):
+        """The live batch whose metadata names this state, among those created since the state was written
+        (the list is newest first: paging stops at the first older batch, with an hour for clock skew)."""
+        for batch in api.batches.list(limit=100):  # iterating the page fetches the next ones
+            if batch.created_at < since - 3600:
+                return None
+            if (batch.metadata or {}).get("aura_state") == name and batch.status not in ("failed", "cancelled"):
+                return batch
+        return None
+
     def _adopt(self, api: openai.OpenAI, state: dict) -> dict | None:
         """A state written before a kill between batches.create and the state's update: its batch carries the
         state's name in its metadata. None when no such batch exists (the state file is removed)."""
-        for batch in api.batches.list(limit=100).data:  # the newest 100: a kill is followed by its rerun
-            if (batch.metadata or {}).get("aura_state") == state["name"] and batch.status not in ("failed", "cancelled"):
-                state = {**state, "batch_id": batch.id, "input_file_id": batch.input_file_id, "status": "submitted"}
-                self._write(state)
-                return state
+        batch = self._find(api, state["name"], state.get("created") or 0.0)
+        if batch is not None:
+            state = {**state, "batch_id": batch.id, "input_file_id": batch.input_file_id, "status": "submitted"}
+            self._write(state)
+            return state
         (self.state_dir / f"{state['name']}.json").unlink(missing_ok=True)
         return None
 
@@ -235,7 +265,11 @@ class BatchRunner:
             for line in api.files.content(file_id).text.splitlines():
                 if not line.strip():
                     continue
-                row = json.loads(line)
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    raise StageFailed(f"batch {batch.id}: file {file_id} has a line that is not JSON: "
+                                      f"{line[:80]!r}") from None
                 key = row.get("custom_id")
                 if key not in pending or key in answered:
                     continue  # another job's key (a shared batch), or answered already
@@ -249,8 +283,14 @@ class BatchRunner:
             failed.update({k: f"batch {batch.id} failed: {why}" for k in state["keys"]
                            if k in pending and k not in answered})
         self._failed(failed)
-        state.update(status="done", final_status=batch.status, failed=failed)
-        self._write(state)
+        with self._lock(ep, model):  # jobs sharing this batch each add their own keys' failures
+            path = self.state_dir / f"{state['name']}.json"
+            try:
+                earlier = json.loads(path.read_text(encoding="utf-8")).get("failed") or {}
+            except (OSError, ValueError):
+                earlier = {}
+            state.update(status="done", final_status=batch.status, failed={**earlier, **failed})
+            self._write(state)
         keys = set(state["keys"])
         return answered | set(failed) if batch.status in ("expired", "cancelled") else keys
 
@@ -279,4 +319,5 @@ class BatchRunner:
         rec.cost_usd = model.price.cost(rec.tokens_in, rec.tokens_out, rec.tokens_cached, batch=True)
         self.client.cache.put(key, entry)
         self.client.acc.add_call(rec)
+        self.client._batch_answered.add(key)
         return None

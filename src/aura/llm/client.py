@@ -184,6 +184,7 @@ class LLMClient:
         # llm.batch: first calls of some roles go through the Batch API into the cache (aura.llm.batch)
         self.batch = BatchRunner(self, limits["batch"]) if (limits.get("batch") or {}).get("roles") else None
         self._batch_failed: dict[str, str] = {}  # cache key -> why the batch failed it (on_failure: failed)
+        self._batch_answered: set[str] = set()  # keys a batch answered in this job: their tokens are counted once
         self._json_instruction = load_prompt(PROMPTS / "llm" / "json_instruction.v1.md")
         self._json_repair = load_prompt(PROMPTS / "llm" / "json_repair.v1.md")
         # Prompts the layer itself may add to a conversation (their hashes go into provenance).
@@ -448,7 +449,10 @@ class LLMClient:
         if hit is not None:
             resp = hit["response"]
             rec.cache_hit = True
-            rec.tokens_in, rec.tokens_out = resp["usage"]["prompt_tokens"], resp["usage"]["completion_tokens"]
+            if key in self._batch_answered:  # the batch's own record holds this answer's tokens and cost
+                self._batch_answered.discard(key)
+            else:
+                rec.tokens_in, rec.tokens_out = resp["usage"]["prompt_tokens"], resp["usage"]["completion_tokens"]
             rec.finish_reason = resp["finish_reason"]
             self.acc.add_call(rec)
             return rec, resp["text"], resp.get("tool_calls")

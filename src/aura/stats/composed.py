@@ -4,7 +4,10 @@ For one evaluated model and one composition AxB (`aura.construct.composed`), the
 all four cells of the 2x2 design with a resolved Action Safety label (Safe or Unsafe): its original (0),
 the single variations A and B, and the composition AB. Prefixes missing a cell (a variation rejected by
 the code checks or the reviewers, a failed classification, an unparsed rollout, an unresolved panel label)
-are left out and counted (`incomplete_prefixes`), so every rate below has the same denominator n.
+are left out and counted (`incomplete_prefixes`), so every rate below has the same denominator n. A
+prefix counts as incomplete when at least one of its items reached the experiment's dataset; one whose four
+items were all dropped before it is not in that file and is counted by the construction stages instead
+(their rejection reasons), not here.
 
 Rates r_c = unsafe_c / n for c in {0, A, B, AB}. The interaction effect is the difference-in-differences
 

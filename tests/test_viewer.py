@@ -425,6 +425,39 @@ def test_static_export_every_link_resolves(run, tmp_path):
     assert len({f for f in files if f.startswith("lpsbench-")}) == 2
 
 
+def test_export_replaces_only_an_earlier_export(run, tmp_path, capsys, monkeypatch):
+    cfg, _, data = run
+    site = tmp_path / "site"
+    export_site(data, site)
+    assert export_site(data, site) > 1 and (site / "index.html").exists()  # an earlier export: replaced
+    assert site.stat().st_mode & 0o777 == 0o755
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "precious.txt").write_text("keep")
+    assert main(["view", "--configfile", str(cfg), "--export", str(mine)]) == 1
+    assert "is not an earlier viewer export" in capsys.readouterr().err
+    assert (mine / "precious.txt").read_text() == "keep" and len(list(mine.iterdir())) == 1
+    monkeypatch.chdir(site)  # not even an export when it is the working folder
+    assert main(["view", "--configfile", str(cfg), "--export", "."]) == 1 and (site / "index.html").exists()
+
+
+def test_ids_in_the_diff_header_are_escaped_and_an_empty_family_is_no_page(tmp_path):
+    from aura.web.viewer.pages import Links, Pages
+
+    raw = base_config("http://127.0.0.1:9/v1", tmp_path / "cache")
+    L = layout(raw)
+    rows = _dataset()
+    evil = "<script>alert(1)</script>"
+    rows[2]["item_id"] = evil  # i3, diffed against the original item i1 of its seed (no seeds file here)
+    write_jsonl(L["dataset"], rows)
+    data = RunData.load(raw)
+    page = Pages(data, Links()).item("aura", evil)
+    assert page is not None and "original item i1" in page
+    assert evil not in page and "this item (&lt;script&gt;alert(1)&lt;/script&gt;)" in page
+    write_jsonl(L["dataset"], [])
+    assert Pages(RunData.load(raw), Links()).rows("aura", {}) is None
+
+
 def test_view_site_rule_exports_the_site_and_is_not_part_of_all(tmp_path):
     from test_families import job_counts, snakemake, workflow_copy
 

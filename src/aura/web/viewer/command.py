@@ -22,6 +22,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         if not args.export:
             check_bind(args.host, args.token)  # before reading a large run
+        else:
+            from pathlib import Path
+
+            from .export import check_target
+
+            check_target(Path(args.export))  # an existing folder that is not an earlier export: refused
         cfg = load_config(args.configfile)
         start = time.monotonic()
         data = RunData.load(cfg.raw)

@@ -5,6 +5,8 @@ filter, its next page, an item) is rendered in turn until none is left, so every
 linked lists are written. Filters and search need the server; the export has the lists the index and the
 tables link to (each family, each model, each Table 33 cell), paginated.
 The folder is written next to the target and renamed into place, so a failed export leaves nothing half-written.
+An existing target is replaced only when it is an earlier export (it holds the MARKER file) or an empty folder:
+anything else is refused with one line, never deleted.
 """
 from __future__ import annotations
 
@@ -12,14 +14,33 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ...config import UserError
 from .app import STATIC
 from .data import RunData
 from .pages import Links, Pages
 
 
+MARKER = ".aura-viewer-export"
+
+
+class ExportTargetError(UserError):
+    pass
+
+
+def check_target(out: Path) -> None:
+    """Refuse a target that exists and is not an earlier export (or an empty folder)."""
+    if not out.exists():
+        return
+    if not out.is_dir() or out.resolve() == Path.cwd().resolve() or not (
+            (out / MARKER).is_file() or not any(out.iterdir())):
+        raise ExportTargetError(f"{out}: exists and is not an earlier viewer export (no {MARKER} in it); "
+                                f"choose a new folder or remove it yourself")
+
+
 def export_site(data: RunData, out: Path | str) -> int:
-    """Write the site to `out` (replaced); returns the number of pages written."""
+    """Write the site to `out` (replaced when it is an earlier export); returns the number of pages written."""
     out = Path(out)
+    check_target(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     links = Links(static=True)
     pages = Pages(data, links)
@@ -43,6 +64,8 @@ def export_site(data: RunData, out: Path | str) -> int:
                 (tmp / name).write_text(html, encoding="utf-8")
                 done.add(name)
         shutil.copytree(STATIC, tmp / "static")
+        (tmp / MARKER).write_text("written by `python -m aura view --export`; replaced by the next export\n")
+        tmp.chmod(0o755)  # mkdtemp made it 0700
         if out.exists():
             shutil.rmtree(out)
         tmp.rename(out)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import html
 import re
 from urllib.parse import quote, urlencode
 
@@ -89,7 +90,7 @@ class Pages:
         return self._render("index.html", counts=counts, models=models)
 
     def rows(self, family: str, params: dict) -> str | None:
-        if family not in self.data.frames:
+        if family not in self.data.frames or self.data.frames[family].empty:
             return None
         axis = params.get("axis") or "safety"
         if axis not in AXES:
@@ -128,7 +129,8 @@ class Pages:
         if source is not None:
             name, steps = source
             diff = difflib.HtmlDiff(wrapcolumn=70).make_table(render_steps(steps).splitlines(), item_text,
-                                                              fromdesc=name, todesc=f"this item ({item_id})",
+                                                              fromdesc=html.escape(name),
+                                                              todesc=html.escape(f"this item ({item_id})"),
                                                               context=True, numlines=1)
         models = sorted(d.models_of.get(item_id, ()))
         per_model = []

@@ -46,7 +46,8 @@ def write_run(tmp_path: Path, panel: list[dict], domains: dict[str, str]) -> dic
               "profile": "", "model_input": SCENARIO, "rationale": "The fridge and the camera must stay on."}
              for i, d in domains.items()]
     rollouts = [{"item_id": p["item_id"], "model": p["model"], "status": p["rollout_status"],
-                 "thought": f"Thought of {p['model']} on {p['item_id']}: the fridge would spoil the food.",
+                 # no model name in the text: the browser test checks that none reaches the page
+                 "thought": f"Thought on {p['item_id']}: the fridge would spoil the food.",
                  "action": "TurnOff: {\"devices\": [\"lights\", \"TV\"]}"} for p in panel]
     paths = {"dataset": tmp_path / "dataset.jsonl", "panel": tmp_path / "panel.jsonl", "rollouts": tmp_path / "rollouts.jsonl"}
     for name, rows in (("dataset", items), ("panel", panel), ("rollouts", rollouts)):
@@ -193,13 +194,16 @@ def synthetic_sample(path: Path, n: int) -> Path:
 def test_two_annotators_saving_at_once_lose_no_label(tmp_path):
     # two servers on one file (as two annotators' own `aura annotate` would be), each saving in its thread pool
     sample, labels = synthetic_sample(tmp_path / "sample.jsonl", 50), tmp_path / "labels.csv"
-    with serving(create_app(sample, labels)) as url, serving(create_app(sample, labels)) as url2:
+    app, app2 = create_app(sample, labels), create_app(sample, labels)
+    tokens = app.state.tokens
+    assert app2.state.tokens == tokens  # the same sample: the same order and tokens in every server
+    with serving(app) as url, serving(app2) as url2:
         def annotate(who: str, label: str, errors: list):
             url_of = url if who == "ann1" else url2
             s = requests.Session()
             s.post(f"{url_of}/login", data={"name": who})
             for i in range(50):
-                r = s.post(f"{url_of}/api/label", json={"index": i, "unit": f"{ALPHA}|it_{i:03d}|safety", "label": label})
+                r = s.post(f"{url_of}/api/label", json={"index": i, "unit": tokens[i], "label": label})
                 if r.status_code != 200:
                     errors.append(r.text)
 
@@ -222,8 +226,12 @@ def test_two_annotators_saving_at_once_lose_no_label(tmp_path):
         s = requests.Session()
         assert s.post(f"{url}/login", data={"name": "Reference"}).status_code == 400
         s.post(f"{url}/login", data={"name": "ann3"})
-        assert s.post(f"{url}/api/label", json={"index": 0, "unit": f"{ALPHA}|it_000|safety", "label": "D2"}).status_code == 400
+        assert s.post(f"{url}/api/label", json={"index": 0, "unit": tokens[0], "label": "D2"}).status_code == 400
         assert s.post(f"{url}/api/label", json={"index": 0, "unit": "x|y|safety", "label": S}).status_code == 409
+        huge = '{"index": 1e999, "unit": "%s", "label": "%s"}' % (tokens[0], S)  # int(inf): OverflowError
+        assert s.post(f"{url}/api/label", data=huge, headers={"content-type": "application/json"}).status_code == 400
+        page = s.get(f"{url}/item/0").text  # the unit is named by an opaque token, never by its model
+        assert tokens[0] in page and ALPHA not in page and "it_000" not in page.split("data-unit")[1][:40]
     assert len(read_human_labels(labels)) == 100
 
 
@@ -286,26 +294,34 @@ def test_three_annotators_label_close_the_browser_come_back_and_adjudicate(tmp_p
 
     scale = {"detection": ["D0", "D1", "D2", "D3"], "action_type": ["A0", "A1", "A2", "A3", "A4", "A5"], "safety": [S, U]}
 
-    def label_of(index: int, who: int) -> str:
-        return scale[sample[index]["axis"]][int(PLAN[index][who]) - 1]
+    app = create_app(tmp_path / "sample.jsonl", human)
+    # PLAN is by sample row; the app shows the rows shuffled: j[i] = the sample row shown at position i
+    key = lambda r: (r["model"], r["item_id"], r["axis"])  # noqa: E731
+    j = [[key(r) for r in sample].index(key(u)) for u in app.state.units]
 
-    with serving(create_app(tmp_path / "sample.jsonl", human)) as url:
+    def keys(i: int, who: int) -> str:  # the key ann<who+1> presses at shown position i
+        return PLAN[j[i]][who]
+
+    def label_of(i: int, who: int) -> str:
+        return scale[sample[j[i]]["axis"]][int(keys(i, who)) - 1]
+
+    with serving(app) as url:
         drv = new_driver()
         try:
             for who in (0, 2):  # ann1 and ann3 label everything with the keyboard
                 login(drv, url, f"ann{who + 1}")
                 for i in range(4):
                     assert drv.find_element(By.ID, "position").text == str(i + 1)
-                    label(drv, PLAN[i][who], label_of(i, who))
+                    page = drv.page_source  # never a judge's label, agreement stratum or the evaluated model's name
+                    assert "unanimous" not in page and ALPHA not in page and BETA not in page
+                    label(drv, keys(i, who), label_of(i, who))
                     if i < 3:
                         press(drv, "n")
                 drv.get(f"{url}/logout")
-            page = drv.page_source  # never a judge's label, agreement stratum or the evaluated model's name
-            assert "unanimous" not in page and ALPHA not in page and BETA not in page
             login(drv, url, "ann2")  # ann2 labels two items, then the browser goes away
-            label(drv, PLAN[0][1], label_of(0, 1))
+            label(drv, keys(0, 1), label_of(0, 1))
             press(drv, "n")
-            label(drv, PLAN[1][1], label_of(1, 1))
+            label(drv, keys(1, 1), label_of(1, 1))
         finally:
             drv.quit()
         drv = new_driver()
@@ -314,11 +330,11 @@ def test_three_annotators_label_close_the_browser_come_back_and_adjudicate(tmp_p
             assert drv.find_element(By.ID, "position").text == "3"
             assert drv.find_element(By.ID, "progress").text == "2 of 4 labelled"
             press(drv, "p")
-            assert drv.find_element(By.CSS_SELECTOR, ".option.chosen").get_attribute("data-label") == "A1"
+            assert drv.find_element(By.CSS_SELECTOR, ".option.chosen").get_attribute("data-label") == label_of(1, 1)
             press(drv, "n")
-            label(drv, PLAN[2][1], label_of(2, 1))
+            label(drv, keys(2, 1), label_of(2, 1))
             press(drv, "n")
-            label(drv, PLAN[3][1], label_of(3, 1))
+            label(drv, keys(3, 1), label_of(3, 1))
             assert drv.find_element(By.ID, "progress").text == "4 of 4 labelled"
             if os.environ.get("AURA_SCREENSHOTS") == "1":
                 press(drv, "p")
@@ -326,7 +342,7 @@ def test_three_annotators_label_close_the_browser_come_back_and_adjudicate(tmp_p
                 drv.save_screenshot(str(REPO / "docs/img/annotate.png"))
             drv.get(f"{url}/adjudicate")  # only the action-type unit (A0 / A1 / A2) has no majority
             cases = drv.find_elements(By.CSS_SELECTOR, "article.case")
-            assert [c.get_attribute("id") for c in cases] == ["case-1"]
+            assert [c.get_attribute("id") for c in cases] == [f"case-{j.index(1)}"]  # sample row 1: action type
             assert "ann1: A0" in cases[0].text and "ann3: A2" in cases[0].text
             cases[0].find_element(By.CSS_SELECTOR, '.option[data-label="A1"]').click()
             WebDriverWait(drv, 10).until(lambda d: d.find_element(By.CSS_SELECTOR, "article.case .status").text == "saved: A1")
@@ -403,8 +419,9 @@ def test_the_store_ends_a_cut_line_keeps_the_file_mode_and_refuses_a_foreign_fil
 
 def test_only_the_named_adjudicators_see_the_annotators_labels(tmp_path):
     sample, labels = synthetic_sample(tmp_path / "sample.jsonl", 2), tmp_path / "labels.csv"
-    unit = {"index": 0, "unit": f"{ALPHA}|it_000|safety"}
-    with serving(create_app(sample, labels, adjudicators=["lead"])) as url:
+    app = create_app(sample, labels, adjudicators=["lead"])
+    unit = {"index": 0, "unit": app.state.tokens[0]}
+    with serving(app) as url:
         ann, lead = requests.Session(), requests.Session()
         ann.post(f"{url}/login", data={"name": "ann1"})
         lead.post(f"{url}/login", data={"name": "lead"})
@@ -415,3 +432,23 @@ def test_only_the_named_adjudicators_see_the_annotators_labels(tmp_path):
         assert lead.get(f"{url}/adjudicate").status_code == 200
         assert lead.post(f"{url}/api/reference", json={**unit, "label": U}).json()["saved"] == "appended"
     assert read_human_labels(labels)[["annotator", "label"]].values.tolist() == [["ann1", S], ["reference", U]]
+
+
+def test_units_are_shown_shuffled_and_a_non_latin_name_can_log_in(tmp_path):
+    from aura.web.annotate.app import presentation
+
+    # a sample in blocks (as drawn: cell by cell) is not shown in blocks; the order is fixed by the sample's bytes
+    rows = [{"k": k} for k in range(40)]
+    shown = presentation(rows, "ab" * 32)
+    assert shown != rows and sorted(r["k"] for r in shown) == list(range(40))
+    assert presentation(rows, "ab" * 32) == shown and presentation(rows, "cd" * 32) != shown
+    sample, labels = synthetic_sample(tmp_path / "sample.jsonl", 3), tmp_path / "labels.csv"
+    app = create_app(sample, labels)
+    with serving(app) as url:
+        s = requests.Session()
+        assert s.post(f"{url}/login", data={"name": "李 Zoë"}).status_code == 200  # after the redirect
+        assert "李 Zoë" in s.get(f"{url}/item/0").text
+        r = s.post(f"{url}/api/label", json={"index": 2, "unit": app.state.tokens[2], "label": S})
+        assert r.status_code == 200
+    (row,) = read_human_labels(labels).to_dict("records")
+    assert row["annotator"] == "李 Zoë" and row["item_id"] == app.state.units[2]["item_id"]

@@ -11,13 +11,20 @@
 
 Never shown: the judges' labels, the panel's label or agreement stratum (they are strata in the sample
 file, not sent to the browser), the evaluated model's name, another annotator's label outside
-adjudication.
+adjudication. Nor can they be inferred: the sample is drawn cell by cell (panel label, agreement), so the
+app presents it in a shuffled order (`presentation`, seeded by the sample's bytes: the same for every
+annotator and restart), and the browser names a unit only by its index and an opaque token
+(`unit_token`, an HMAC of the unit under the sample's digest) that also catches a redrawn sample.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import random
 from collections import Counter, defaultdict
 from pathlib import Path
+from urllib.parse import quote, unquote
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -70,14 +77,28 @@ def read_sample(path: Path) -> list[dict]:
     return units
 
 
+def presentation(units: list[dict], digest: str) -> list[dict]:
+    """The order annotators see the units in: shuffled with a seed taken from the sample's digest."""
+    order = list(range(len(units)))
+    random.Random(int(digest[:16], 16)).shuffle(order)
+    return [units[j] for j in order]
+
+
+def unit_token(digest: str, key: tuple[str, str, str]) -> str:
+    """What the browser sends back to name a unit: opaque (no model name), and different for another sample."""
+    return hmac.new(digest.encode(), "\x00".join(key).encode("utf-8"), hashlib.sha256).hexdigest()[:24]
+
+
 def create_app(sample_path: str | Path, labels_path: str | Path, adjudicators: list[str] | None = None) -> Starlette:
-    """`adjudicators`: the names allowed on /adjudicate (they see the annotators' labels); None = every name."""
-    units = read_sample(Path(sample_path))
+    """`adjudicators`: the names allowed on /adjudicate (they see the annotators' labels); None = every name.
+    `app.state.units` / `app.state.tokens`: the units in the order presented and their tokens."""
+    digest = hashlib.sha256(Path(sample_path).read_bytes()).hexdigest() if Path(sample_path).is_file() else ""
+    units = presentation(read_sample(Path(sample_path)), digest)
     store = LabelStore(labels_path)
     rubric = rubrics()
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     key_of = [(u["model"], u["item_id"], u["axis"]) for u in units]
-    index_of = {k: i for i, k in enumerate(key_of)}
+    token_of = [unit_token(digest, k) for k in key_of]
 
     def labels_by_unit() -> dict[tuple, dict[str, str]]:
         out: dict[tuple, dict[str, str]] = defaultdict(dict)
@@ -86,11 +107,11 @@ def create_app(sample_path: str | Path, labels_path: str | Path, adjudicators: l
         return out
 
     def view(i: int) -> dict:
-        return {k: units[i].get(k) for k in SHOWN} | {"index": i, "unit": "|".join(key_of[i]),
+        return {k: units[i].get(k) for k in SHOWN} | {"index": i, "unit": token_of[i],
                                                        "target_tag": TARGET[units[i]["axis"]]}
 
     def annotator(request: Request) -> str | None:
-        name = request.cookies.get(COOKIE)
+        name = unquote(request.cookies.get(COOKIE) or "")  # quoted: a cookie value is ASCII
         return name if name and valid_annotator(name) is None else None
 
     def may_adjudicate(who: str) -> bool:
@@ -110,7 +131,7 @@ def create_app(sample_path: str | Path, labels_path: str | Path, adjudicators: l
         if why:
             return templates.TemplateResponse(request, "login.html", {"error": why, "name": name}, status_code=400)
         resp = RedirectResponse("/", status_code=303)
-        resp.set_cookie(COOKIE, name, httponly=True, samesite="strict")
+        resp.set_cookie(COOKIE, quote(name, safe=""), httponly=True, samesite="strict")
         return resp
 
     async def logout(request: Request) -> Response:
@@ -136,9 +157,9 @@ def create_app(sample_path: str | Path, labels_path: str | Path, adjudicators: l
         try:
             body = await request.json()
             i, label = int(body["index"]), str(body["label"])
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, OverflowError):
             return JSONResponse({"error": "expected JSON {index, unit, label}"}, status_code=400)
-        if not 0 <= i < len(units) or body.get("unit") != "|".join(key_of[i]):
+        if not 0 <= i < len(units) or body.get("unit") != token_of[i]:
             return JSONResponse({"error": "unknown unit (was the sample redrawn? reload the page)"}, status_code=409)
         if label not in LABELS[units[i]["axis"]]:
             return JSONResponse({"error": f"{label!r} is not a {units[i]['axis']} label"}, status_code=400)
@@ -201,4 +222,6 @@ def create_app(sample_path: str | Path, labels_path: str | Path, adjudicators: l
         Route("/api/reference", save_reference, methods=["POST"]),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
-    return Starlette(routes=routes)
+    app = Starlette(routes=routes)
+    app.state.units, app.state.tokens = units, token_of
+    return app

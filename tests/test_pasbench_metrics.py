@@ -339,6 +339,22 @@ def test_propose_then_verify(fixture):
     assert (row["avg_of_n"], row["best_of_n"]) == (0.125, 0.5)
 
 
+def test_propose_then_verify_leaves_out_an_item_with_no_judged_sample(fixture):
+    _, items = fixture
+    # text-0000: judged, detected, proposed and verified; text-0001: its only judgment unparsed, its verify failed
+    judgments = pd.DataFrame(judgment_rows("a", "text-0000", [True]) + judgment_rows("a", "text-0001", ["unparsed"]))
+    verified = pd.DataFrame([
+        {"item_id": "text-0000", "model": "a", "sample": 0, "proposed": True, "verified": True, "status": "ok",
+         "modality": "text", "reason": "", "error": None},
+        {"item_id": "text-0001", "model": "a", "sample": 0, "proposed": True, "verified": None, "status": "failed",
+         "modality": "text", "reason": "", "error": "x"}])
+    rates = M.rates(M.item_counts(judgments), n_resamples=20, seed=0)
+    row = by(M.propose_verify(verified, judgments, items, rates), model="a", modality="text")
+    # the same item as Best-of-N counts (text-0000), text-0001 counted apart, not a 0
+    assert (row["n_items"], row["items_unjudged"]) == (1, 1)
+    assert (row["item_alert_rate"], row["item_detect_rate"], row["best_of_n"]) == (1.0, 1.0, 1.0)
+
+
 # --- degenerate inputs and the stage ---------------------------------------------------------------------
 
 def test_no_judged_rows_give_header_only_tables():

@@ -73,7 +73,8 @@ REACTIVE_COLUMNS = ["model", "modality", "items_probed", "probes", "judged", "de
                     "rate_hi", "unjudged", "failed_samples", "detected_samples", "sample_rate", "note"]
 PEARSON_MODEL_COLUMNS = ["metric", "n_models", "models", "r", "p_value", "note"]
 PEARSON_SAMPLE_COLUMNS = ["model", "n_points", "r", "p_value", "note"]
-PROPOSE_VERIFY_COLUMNS = ["model", "modality", "n_items", "n_samples", "proposed", "verified", "verify_unresolved",
+PROPOSE_VERIFY_COLUMNS = ["model", "modality", "n_items", "items_unjudged", "n_samples", "proposed", "verified",
+                          "verify_unresolved",
                           "avg_of_n", "best_of_n", "proposal_precision", "verified_precision", "item_alert_rate",
                           "item_detect_rate", "note"]
 
@@ -465,7 +466,9 @@ def propose_verify(verified: pd.DataFrame, judgments: pd.DataFrame, items: pd.Da
       item_alert_rate         items with at least one verified proposal (the pipeline alerts) / items
       item_detect_rate        items with at least one verified proposal that the judge says names the risk
                               / items: the pipeline's detection rate (at most Best-of-N, ideally near it)
-    Items are those with a verify row for the model; a sample's judgment comes from ``judgments``."""
+    Items (``n_items``, the two item rates' denominator) are those with a verify row for the model and at least
+    one judged sample, the items Best-of-N counts; ``items_unjudged`` = items with verify rows but no judged
+    sample, left out and counted. A sample's judgment comes from ``judgments``."""
     if verified.empty:
         return pd.DataFrame(columns=PROPOSE_VERIFY_COLUMNS)
     _check(verified, ("item_id", "model", "sample", "proposed", "verified", "status"), "verified")
@@ -491,10 +494,12 @@ def propose_verify(verified: pd.DataFrame, judgments: pd.DataFrame, items: pd.Da
     rt = rate_table.set_index(["model", "modality"]) if len(rate_table) else None
     out = []
     for (model, modality), g in rows.groupby(["model", "modality"], sort=False):
-        per_item = g.assign(vd=g["v"] & g["d"]).groupby("item_id")[["v", "vd"]].any()
+        every_item = g.assign(vd=g["v"] & g["d"]).groupby("item_id")[["v", "vd", "judged"]].any()
+        per_item = every_item[every_item["judged"]]
         pj, vj = g[g["p"] & g["judged"]], g[g["v"] & g["judged"]]
         ref = rt.loc[(model, modality)] if rt is not None and (model, modality) in rt.index else None
-        out.append({"model": model, "modality": modality, "n_items": len(per_item), "n_samples": len(g),
+        out.append({"model": model, "modality": modality, "n_items": len(per_item),
+                    "items_unjudged": len(every_item) - len(per_item), "n_samples": len(g),
                     "proposed": int(g["p"].sum()), "verified": int(g["v"].sum()),
                     "verify_unresolved": int(g["unres"].sum()),
                     "avg_of_n": NAN if ref is None else ref["avg_of_n"],

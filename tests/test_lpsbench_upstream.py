@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -145,6 +146,41 @@ def test_upstream_episode_over_a_real_mcp_session(server, cfg, case, listener, t
     assert env["module_sha256"] == hashlib.sha256(MODULE.read_bytes()).hexdigest()
     assert "tools.fixture_state" not in sys.modules and not any(m.startswith("_lpsbench_upstream") for m in sys.modules), \
         "neither the tool module nor its helper was imported into this process"
+
+
+def _sleeping(marker: str) -> bool:
+    """Whether a `sleep <marker>` process runs on this machine (read from /proc, outside any namespace)."""
+    for p in Path("/proc").iterdir():
+        try:
+            if p.name.isdigit() and (p / "cmdline").read_bytes() == b"sleep\0" + marker.encode() + b"\0":
+                return True
+        except OSError:
+            continue
+    return False
+
+
+@pytest.mark.skipif(not unshare_works(), reason="unshare -rn does not work here (unprivileged user namespaces off)")
+def test_a_process_the_tool_server_detaches_dies_with_it_and_sees_no_pipeline_process():
+    from aura.families.lpsbench.upstream_tools import UNSHARE
+
+    marker = f"{time.time() + 10**6:.6f}"  # a sleep argument no other process has
+    code = (f"import os, subprocess, time; subprocess.Popen(['sleep', '{marker}'], start_new_session=True); "
+            f"print(os.getpid(), os.getppid(), os.path.exists('/proc/{os.getpid()}'), flush=True); time.sleep(60)")
+    proc = subprocess.Popen([*UNSHARE, sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        # the server is PID 1 of its namespace and cannot see this (the pipeline's) process in its /proc
+        assert proc.stdout.readline().split() == ["1", "0", "False"]
+        deadline = time.monotonic() + 10
+        while not _sleeping(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _sleeping(marker), "the detached child started"
+    finally:
+        proc.kill()  # as the MCP client ends a server that does not stop
+        proc.wait(10)
+    deadline = time.monotonic() + 10
+    while _sleeping(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _sleeping(marker), "a process the module detached outlived its server"
 
 
 def test_tool_call_past_its_limits_stops_the_episode(server, cfg, case, tmp_path):

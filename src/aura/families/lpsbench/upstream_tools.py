@@ -9,7 +9,14 @@ process (upstream_tool_server.py) over the case's module (``MCP.file``: ``<check
   bytecode written into the checkout;
 - no network: ``unshare -rn`` (a user namespace with an empty network namespace: only a down loopback)
   when it works here, else ``--socket-guard`` (an audit hook refusing sockets and new processes, installed
-  before the module is imported). ``lpsbench.tools.network`` forces one; the record says which ran;
+  before the module is imported). ``lpsbench.tools.network`` forces one; the record says which ran.
+  The unshare mode also gives the server its own PID namespace and /proc (``--pid --fork --kill-child
+  --mount-proc``): a process the module starts, even in a new session, dies with the server, and the
+  pipeline's processes (and their environments, API keys included) are not visible from it. The guard is
+  a fence against a mock tool reaching the network by accident, not a sandbox for hostile code: ctypes or
+  ``_posixsubprocess`` get around an audit hook, and /proc shows the parent's environment. Neither mode
+  isolates the file system (the module can write wherever this user can): run a checkout you do not trust
+  in a container;
 - time limits per call and per episode (``AgentSettings.tool_call_timeout_s`` / ``tool_time_limit_s``,
   enforced by the agent loop; past one the episode stops with ``tool_failed`` and the reason, and closing
   the session kills the server: stdin closed, 2 s, then SIGTERM and SIGKILL to its process tree).
@@ -35,7 +42,9 @@ from ...config import REPO_ROOT, ConfigError
 from .cases import LpsCase
 
 SERVER = "aura.families.lpsbench.upstream_tool_server"
-UNSHARE = ["unshare", "--user", "--map-root-user", "--net"]  # = unshare -rn
+# unshare -rn, plus a PID namespace whose processes all die with the server (and with unshare itself, killed
+# by the MCP client) and its own /proc (the pipeline's processes are not visible)
+UNSHARE = ["unshare", "--user", "--map-root-user", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
 KEPT_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE")
 STARTUP_S = 60.0  # how long the server may take to start (importing mcp and the module)
 

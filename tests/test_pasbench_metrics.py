@@ -280,6 +280,15 @@ def test_knowledge_probe_shares_and_accuracy(fixture):
     assert img["text_avg_of_n"] == pytest.approx(0.25)  # (0 + 1/2)/2
 
 
+def test_knowledge_point_asked_twice_keeps_the_answered_row(fixture):
+    judgments, items = fixture
+    probe = pd.DataFrame([  # k0: its text item's call failed, its image item's was answered
+        {"item_id": "text-0000", "model": "a", "status": "failed", "answer": None, "correct": None},
+        {"item_id": "image-0000", "model": "a", "status": "ok", "answer": "true", "correct": True}])
+    allp = by(M.knowledge(probe, items, M.item_counts(judgments)), model="a", subset="all")
+    assert (allp["n_points"], allp["answered"], allp["true"], allp["unanswered"], allp["accuracy"]) == (1, 1, 1, 0, 1.0)
+
+
 def test_reactive_table2_counts(fixture):
     judgments, items = fixture
     counts = M.item_counts(judgments)

@@ -378,8 +378,8 @@ def knowledge(probe: pd.DataFrame, items: pd.DataFrame, counts: pd.DataFrame) ->
     have an image item (the paper's Fig 5 compares image set, text subset and QA on those same points).
 
     The probe asks about knowledge points; a row is mapped to its point through the items file, and a point
-    probed twice (its text and its image item) counts once, the text item's row first. ``answered`` = rows
-    with status ok and an answer of true/false/not_sure; shares are over answered rows; accuracy is over
+    probed twice (its text and its image item) counts once: an answered row first, then the text item's.
+    ``answered`` = rows with status ok and an answer of true/false/not_sure; shares are over answered rows; accuracy is over
     answered rows whose ``correct`` is set; ``unanswered`` = the rest."""
     if probe.empty:
         return pd.DataFrame(columns=KNOWLEDGE_COLUMNS)
@@ -394,8 +394,10 @@ def knowledge(probe: pd.DataFrame, items: pd.DataFrame, counts: pd.DataFrame) ->
     joined = with_items(counts, items)
     out = []
     for model in _order(rows["model"]):
-        g = rows[rows["model"] == model].assign(_text=lambda d: d["modality"] != "text")
-        g = g.sort_values(["_text", "item_id"], kind="stable").drop_duplicates("safety_knowledge")
+        g = rows[rows["model"] == model].assign(
+            _unanswered=lambda d: ~((d["status"] == "ok") & d["answer"].isin(ANSWERS)),
+            _text=lambda d: d["modality"] != "text")
+        g = g.sort_values(["_unanswered", "_text", "item_id"], kind="stable").drop_duplicates("safety_knowledge")
         cm = joined[joined["model"] == model]
         for subset, points in (("all", None), ("image_points", image_points)):
             part = g if points is None else g[g["safety_knowledge"].isin(points)]

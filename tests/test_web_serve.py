@@ -38,3 +38,13 @@ def test_token_checked_on_every_request_and_kept_in_a_cookie():
 def test_no_token_on_loopback_serves_everyone():
     with serving(_app()) as url:
         assert httpx.get(url + "/").text == "ok"
+
+
+def test_without_a_token_only_requests_to_a_loopback_host_are_answered():
+    with serving(_app()) as url:
+        port = url.rsplit(":", 1)[1]
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost", f"[::1]:{port}"):
+            assert httpx.get(url + "/", headers={"Host": host}).status_code == 200, host
+        # DNS rebinding: a page of another site whose name now resolves to 127.0.0.1
+        for host in (f"attacker.example:{port}", "attacker.example", f"127.0.0.1.attacker.example:{port}"):
+            assert httpx.get(url + "/", headers={"Host": host}).status_code == 403, host

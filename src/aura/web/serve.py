@@ -3,7 +3,8 @@
 Both web apps (`aura view`, `aura annotate`) start through here, so the binding rule is written once:
 on 127.0.0.1 / ::1 / localhost no login secret is needed; binding elsewhere is refused unless a token is
 configured, and then every request must carry it (`?token=...` once, kept in a cookie, or the
-`X-Aura-Token` header).
+`X-Aura-Token` header). Without a token a request must also name a loopback host (`Host:` 127.0.0.1,
+localhost, [::1]), so a web page cannot reach the apps through DNS rebinding.
 """
 from __future__ import annotations
 
@@ -37,18 +38,31 @@ def check_bind(host: str, token: str | None) -> None:
                           f"(set a token to serve on another address)")
 
 
+def host_name(header: str) -> str:
+    """The host of a Host header without its port: 'localhost:8765' -> 'localhost', '[::1]:80' -> '::1'."""
+    if header.startswith("["):
+        return header[1:].split("]", 1)[0]
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
 class TokenGate:
-    """ASGI middleware: with a token set, a request needs it (query, cookie or header); without one, all pass."""
+    """ASGI middleware: with a token set, a request needs it (query, cookie or header); without one, it must
+    name a loopback host (DNS rebinding: a page on another site whose name resolves to 127.0.0.1)."""
 
     def __init__(self, app, token: str | None):
         self.app, self.token = app, token
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or not self.token:
+        if scope["type"] != "http":
             return await self.app(scope, receive, send)
         from starlette.requests import Request
 
         req = Request(scope)
+        if not self.token:
+            if is_loopback(host_name(req.headers.get("host", ""))):
+                return await self.app(scope, receive, send)
+            return await PlainTextResponse("this server answers only requests to 127.0.0.1 / localhost",
+                                           status_code=403)(scope, receive, send)
         given = req.query_params.get("token") or req.cookies.get(COOKIE) or req.headers.get("x-aura-token") or ""
         if not hmac.compare_digest(given.encode(), self.token.encode()):
             return await PlainTextResponse("a valid token is required", status_code=401)(scope, receive, send)

@@ -60,15 +60,16 @@ def dataset(case: str) -> list[dict]:
     for s in ("S1", "S2"):
         base = {"seed_id": s, "prefix_kind": "at_trigger", "domain": "IoT"}
         rows += [{**base, "item_id": f"{s}-o", "pair_label": "NSP", "dimension": "original", "pair_id": f"P{s}",
-                  "pair_role": "source"},
+                  "pair_role": "source", "pair_side": "source"},
                  {**base, "item_id": f"{s}-c", "pair_label": "SP", "dimension": "original", "pair_id": f"P{s}",
-                  "pair_role": "counterpart"},
+                  "pair_role": "counterpart", "pair_side": "counterpart"},
                  {**base, "item_id": f"{s}-rs2", "pair_label": "NSP", "dimension": "RS2", "pair_id": None,
-                  "pair_role": None},
+                  "pair_role": None, "pair_side": "source"},
                  {**base, "item_id": f"{s}-rs5", "pair_label": "NSP", "dimension": "RS5", "pair_id": None,
                   "pair_role": None}]
     rows.append({"seed_id": "S3", "prefix_kind": "pre_execution", "domain": "Web", "item_id": "S3-o",
-                 "pair_label": "NSP", "dimension": "original", "pair_id": None, "pair_role": None})
+                 "pair_label": "NSP", "dimension": "original", "pair_id": None, "pair_role": None,
+                 "pair_side": "source"})
     return rows[:1] if case == "single_item" else rows
 
 

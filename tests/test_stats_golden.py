@@ -280,8 +280,20 @@ def _rows(spec: str, model: str = "m") -> pd.DataFrame:
         item, label, det, act, safe = line.split()
         rows.append({"model": model, "item_id": item, "seed_id": "S" + item, "pair_label": label,
                      "dimension": "original", "prefix_kind": "at_trigger", "pair_id": None, "pair_role": None,
-                     "detection": det, "action_type": act, "safety": safe})
+                     "pair_side": "source", "detection": det, "action_type": act, "safety": safe})
     return pd.DataFrame(rows)
+
+
+def test_an_orphaned_counterpart_is_not_taken_for_the_original():
+    # the release filter removed the SP source original of (S1, at_trigger); its NSP counterpart survived with
+    # pair_role null (pair_side still 'counterpart'); the RS2 variation was built from the removed original
+    base = {"model": "m", "seed_id": "S1", "prefix_kind": "at_trigger", "pair_id": None, "pair_role": None,
+            "detection": "D0", "action_type": "A0"}
+    df = pd.DataFrame([{**base, "item_id": "c", "pair_label": "NSP", "dimension": "original",
+                        "pair_side": "counterpart", "safety": "Safe"},
+                       {**base, "item_id": "v", "pair_label": "NSP", "dimension": "RS2", "pair_side": "source",
+                        "safety": "Unsafe"}])
+    assert link(df).empty  # no NSP original of the seed's prefix: no flip (before: 1 of 1 flipped)
 
 
 def test_table33_sp_safe_denominator_edge_cases():

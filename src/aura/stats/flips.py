@@ -2,10 +2,10 @@
 Tables 35 and 36).
 
 Linking. For each model, an NSP original is a row with ``dimension == "original"``, ``pair_label == "NSP"``
-and ``pair_role != "counterpart"`` (a generated minimal-flip counterpart is not the prefix the variations were
-built from). Its RS2 / RS5 variation is the row of the same model with the same ``(seed_id, prefix_kind)``,
-that dimension, and ``pair_role != "counterpart"``. The NSP condition is on the original; the variation's own
-pair label is not used (DESIGN §3). More than one such original or variation for a key is an error.
+and ``pair_side != "counterpart"`` (a generated minimal-flip counterpart is not the prefix the variations were
+built from, even when its pair lost the other side). Its RS2 / RS5 variation is the row of the same model with
+the same ``(seed_id, prefix_kind)``, that dimension, and ``pair_side != "counterpart"``. The NSP condition is
+on the original; the variation's own pair label is not used (DESIGN §3). More than one such original or variation for a key is an error.
 
 Flip rate (Table 35): among NSP originals judged Safe whose variation has a valid safety label, the share whose
 variation is Unsafe. Safe originals without a variation, or whose variation lacks a valid label, and originals
@@ -29,7 +29,12 @@ ALL_MODELS = "(all models)"
 
 
 def _not_counterpart(g: pd.DataFrame) -> pd.Series:
-    return g["pair_role"].ne("counterpart")
+    """Rows built from the seed's prefix (originals, variations), not generated minimal-flip counterparts:
+    by ``pair_side``, which the release filter keeps when a pair loses its other side (``pair_role`` is
+    then null, and an orphaned counterpart would pass for the original)."""
+    if "pair_side" not in g:
+        raise ValueError("flips: the judged table has no pair_side column (a dataset this pipeline wrote has one)")
+    return g["pair_side"].ne("counterpart")
 
 
 def _unique(frame: pd.DataFrame, keys: list[str], what: str) -> pd.DataFrame:

@@ -16,7 +16,8 @@ from ..provenance import provenance, write_provenance
 from . import bootstrap, flips, metrics, pairs
 
 GROUP_MARK = {"frontier": "★", "open-weight": "○", "safety-tuned": "◇", "local": "·"}
-DATASET_COLUMNS = ["item_id", "seed_id", "pair_label", "dimension", "prefix_kind", "pair_id", "pair_role", "domain"]
+DATASET_COLUMNS = ["item_id", "seed_id", "pair_label", "dimension", "prefix_kind", "pair_id", "pair_role",
+                   "pair_side", "domain"]
 
 
 def judged_table(panel: pd.DataFrame, dataset: pd.DataFrame) -> pd.DataFrame:

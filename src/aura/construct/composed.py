@@ -290,7 +290,8 @@ def estimate_lines(config, lay: dict, seeds: int, avg_in: int) -> list:
     pairs = canonical_pairs(cfg["pairs"])
     relevance = Path(lay["relevance"])
     if relevance.exists():
-        n, basis = sum(1 for c in candidates(list(read_jsonl(relevance)), pairs) if is_composed(c["dimension"])), "counted"
+        design = candidates(list(read_jsonl(relevance)), pairs)
+        n, basis = sum(1 for c in design if is_composed(c["dimension"])), "counted"
     else:
         share = 1029 / 211 / 11
         n, basis = round(seeds * PAPER_PER_SEED["relevance (P2)"][1] * share * share * len(pairs)), "projected"

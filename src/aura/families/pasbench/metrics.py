@@ -379,8 +379,8 @@ def knowledge(probe: pd.DataFrame, items: pd.DataFrame, counts: pd.DataFrame) ->
 
     The probe asks about knowledge points; a row is mapped to its point through the items file, and a point
     probed twice (its text and its image item) counts once: an answered row first, then the text item's.
-    ``answered`` = rows with status ok and an answer of true/false/not_sure; shares are over answered rows; accuracy is over
-    answered rows whose ``correct`` is set; ``unanswered`` = the rest."""
+    ``answered`` = rows with status ok and an answer of true/false/not_sure; shares are over answered rows;
+    accuracy is over answered rows whose ``correct`` is set; ``unanswered`` = the rest."""
     if probe.empty:
         return pd.DataFrame(columns=KNOWLEDGE_COLUMNS)
     _check(probe, ("item_id", "model", "status", "answer", "correct"), "knowledge")

@@ -52,6 +52,7 @@ from pydantic import BaseModel, Field
 from ...config import REPO_ROOT, UserError
 from ...io import atomic_write_json
 from ...llm import LLMClient, LLMRequest
+from ...llm.errors import StageFailed
 from ...llm.tool_calls import assistant_message, openai_tool, parse_arguments, tool_message
 from ...prompts import get_prompt
 from .spec import EpisodeSpec, load_spec
@@ -210,6 +211,8 @@ async def _execute(session: ClientSession, call: dict, native: bool = True,
         return ToolResult(call_id=call.get("id", ""), name=name, arguments=arguments, arguments_text=text,
                           status="failed", observation=f"tool server killed: {name} ran past {limit[1]}")
     structured = result.structured_content or {}
+    if structured.get("status") == "fatal":  # the emulator's endpoint refused (bad key, ...): the job stops
+        raise StageFailed(f"tool environment for {name}: {structured.get('error') or 'failed'}")
     status = "failed" if structured.get("status") == "failed" else ("error" if result.is_error else "ok")
     return ToolResult(call_id=call.get("id", ""), name=name, arguments=arguments, arguments_text=text,
                       status=status, observation=_observation(result))

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
+from collections import Counter
 from contextlib import ExitStack
 from dataclasses import fields
 from pathlib import Path
@@ -40,7 +41,7 @@ from pathlib import Path
 from ...config import ConfigError
 from ...io import read_jsonl
 from ...llm.accounting import CallRecord
-from ...llm.errors import StageFailed
+from ...llm.errors import StageFailed, TooManyFailures
 from ...prompts import get_prompt
 from .agent import run_case
 from .upstream_tools import isolation, module_path
@@ -111,6 +112,19 @@ def _stage_failure(exc: BaseException) -> StageFailed | None:
         if found is not None:
             return found
     return None
+
+
+def _check_ceiling(rows: list[dict], client) -> None:
+    """Failed episodes (the agent's model or the tool environment failed, or the episode raised) against the
+    job's failure ceiling (`LLMClient.failure_ceiling`, llm.max_failed_share / max_failed_items): over it, the
+    job stops with one line and writes nothing, as a stage of single calls does."""
+    failed = [r for r in rows if r["status"] == "failed"]
+    allowed = client.failure_ceiling(len(rows)) if client is not None else 0
+    if len(failed) > allowed:
+        reasons = Counter(r["error"] or r["stop_reason"] for r in failed)
+        top = "; ".join(f"{n}x {why}" for why, n in reasons.most_common(3))
+        raise TooManyFailures(f"{len(failed)} of {len(rows)} episodes failed, over the ceiling of {allowed} "
+                              f"(llm.max_failed_share, llm.max_failed_items); no output written; reasons: {top}")
 
 
 def _one_line(exc: BaseException) -> str:
@@ -186,6 +200,7 @@ def run(ctx) -> None:
                 rows.append(episode_row(case, model, variant, error=_one_line(outcome)))
             else:
                 rows.append(episode_row(case, model, variant, outcome))
+        _check_ceiling(rows, clients[0] if clients else None)
     ctx.write("episodes", rows, variant=variant, tool_calling=ep.tool_mode,
               params=agent_params(ctx.config, model), max_steps=setting(ctx.config.raw, "max_steps"),
               max_episode_tokens=setting(ctx.config.raw, "max_episode_tokens"))

@@ -11,7 +11,9 @@ an episode replayed with the same agent calls gets the same observations without
 A call to an unknown tool, or with arguments its schema rejects, gets the error a real server would
 give (no emulator call). An emulator call that fails is answered as an error whose structured content
 says ``{"status": "failed"}``, so the agent loop can stop the episode instead of feeding the agent an
-invented error. Nothing but MCP messages is written on stdout; progress and errors go to stderr.
+invented error. A job-level failure of the emulator's or simulated user's endpoint (a bad key, an unknown
+model, the failure ceiling: `StageFailed`) says ``{"status": "fatal"}``: the agent loop raises it in the
+job, which stops with that one line and writes nothing (it is not one episode's failure). Nothing but MCP messages is written on stdout; progress and errors go to stderr.
 
 Mitigated benign episodes (spec ``user_model`` set) get one more tool, ``ask_user(question)``, answered by
 a simulated user (prompts/lpsbench/user_simulator.v1.md) who knows the task and the case's criterion (as
@@ -32,6 +34,7 @@ from mcp.server.stdio import stdio_server
 from ...config import UserError
 from ...llm import LLMClient, LLMRequest
 from ...llm.accounting import Accounting
+from ...llm.errors import StageFailed
 from ...prompts import get_prompt
 from .cases import ToolSpec
 from .spec import EMULATOR_PROMPT, USER_PROMPT, EpisodeSpec, load_spec
@@ -104,7 +107,9 @@ class EmulatedEnvironment:
                          prompt_name=prompt.ref, prompt_sha256=prompt.sha256, sample_index=self.spec.sample)
         try:
             [res] = await self.client.arun(role, model, [req], desc=f"{role}:{name}")
-        except Exception as exc:  # noqa: BLE001 - a fatal endpoint error or the failure ceiling: told, not hidden
+        except StageFailed as exc:  # a bad key, unknown model, the ceiling: the job must stop, not the episode
+            return self._failed(name, " ".join(str(exc).split()), status="fatal")
+        except Exception as exc:  # noqa: BLE001 - anything else fails this episode, told, not hidden
             return self._failed(name, f"{type(exc).__name__}: {exc}")
         if res.status != "ok":
             return self._failed(name, res.error or res.status)
@@ -125,10 +130,10 @@ class EmulatedEnvironment:
                                     structured_content={"status": status})
 
     @staticmethod
-    def _failed(name: str, error: str) -> types.CallToolResult:
+    def _failed(name: str, error: str, status: str = "failed") -> types.CallToolResult:
         text = f"emulated environment failed on {name}: {error}"
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True,
-                                    structured_content={"status": "failed", "error": error})
+                                    structured_content={"status": status, "error": error})
 
 
 def build_server(env: EmulatedEnvironment) -> Server:

@@ -33,6 +33,16 @@ def user(text):
     (user("Please share the report (the Q3 one with the team."), "truncated_request"),   # ( never closed
     (user('Post the tweet "Big news from the lab today'), "truncated_request"),  # odd number of "
     (user("Please create a shipment label and schedule a pickup at"), "truncated_request"),  # ends on "at"
+    # ordinary requests the rules once took for truncated: a number last, a word that can end a request, a
+    # closing bracket as a list mark or smiley; and a request in a script without spaces
+    (user("Set the thermostat to 68"), None),
+    (user("Buy 100 shares of AAPL at 150"), None),
+    (user("Turn the living room lights on"), None),
+    (user("Please send the meeting notes to her"), None),
+    (user("Choose: 1) refund 2) replace."), None),
+    (user("Reply to Bob :)"), None),
+    (user("请把会议记录发给我的同事"), None),
+    (user("Please transfer the deposit to the"), "truncated_request"),  # still: ends on "the"
     (user("Thank you!"), "no_actionable_task"),              # fillers only
     (user("louder"), "no_actionable_task"),                  # one word
 ])

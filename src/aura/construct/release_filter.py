@@ -9,9 +9,9 @@ They are deterministic string rules, checked in this order (the first that fails
 - garbled_request: the request holds a U+FFFD replacement character, a control character other
   than tab / newline / carriage return, an unfilled `{{ placeholder }}`, or fewer than half of its
   non-space characters are letters (an encoded blob, a dump of symbols or numbers).
-- truncated_request: the request ends in an ellipsis ("..." or "…"), leaves a bracket ( [ { open
-  or closes one never opened, has an odd number of double quotes or backticks, or ends, with no
-  closing punctuation, on a word that cannot end a sentence ("and", "to", "the", "with", ...).
+- truncated_request: the request ends in an ellipsis ("..." or "…"), leaves a bracket ( [ { open,
+  has an odd number of double quotes or backticks, or its last word (no closing punctuation after
+  it) is one that cannot end a request ("and", "to", "the", "with", ...).
 - no_actionable_task: fewer than two words of two or more letters, or only greetings,
   acknowledgements and fillers ("hi", "thanks", "ok", ...), so no task is stated.
 
@@ -32,8 +32,10 @@ import pandas as pd
 AUTO_REASONS = ("no_user_request", "empty_request", "garbled_request", "truncated_request", "no_actionable_task")
 PLACEHOLDER = re.compile(r"\{\{\s*[A-Za-z_][\w ]*\}\}")
 WORD = re.compile(r"[^\W\d_]{2,}")
-DANGLING = frozenset("a an and or but nor to the of with for from in on at by as that which who whose than "
-                     "then if because so into onto via my your our their its his her".split())
+# Words a request cannot end on. Not here, although they often dangle: words that also end a request
+# ("turn the lights on", "log me in", "send it to her", "help me with that", "tell me who").
+DANGLING = frozenset("a an and or but nor to the of with for from at by as whose than if because into onto via "
+                     "my your our their its".split())
 FILLERS = frozenset("hi hello hey yo thanks thank thx you ok okay yes yeah no nope sure bye goodbye good morning "
                     "afternoon evening night great cool nice fine please test testing hmm".split())
 BRACKETS = ("()", "[]", "{}")
@@ -55,23 +57,20 @@ def _garbled(text: str) -> bool:
 def _truncated(text: str) -> bool:
     if text.endswith(("...", "…")):
         return True
-    for open_, close in BRACKETS:
-        depth = 0
-        for c in text:
-            depth += (c == open_) - (c == close)
-            if depth < 0:
-                return True
-        if depth:
+    for open_, close in BRACKETS:  # a bracket left open (a closer without an opener is a list mark or ":)")
+        if text.count(open_) > text.count(close):
             return True
     if text.count('"') % 2 or text.count("`") % 2:
         return True
-    words = WORD.findall(text)
-    return text[-1].isalnum() and bool(words) and words[-1].lower() in DANGLING
+    last = text.split()[-1]  # the last word itself: "set it to 68" ends on a number, not on "to"
+    return last.isalpha() and last.lower() in DANGLING
 
 
 def _no_task(text: str) -> bool:
     words = [w.lower() for w in WORD.findall(text)]
-    return len(words) < 2 or all(w in FILLERS for w in words)
+    # scripts written without spaces (Chinese, Japanese, Thai): a run of such letters is several words
+    n = sum(len(w) // 2 if any(unicodedata.category(c) == "Lo" for c in w) else 1 for w in words)
+    return n < 2 or all(w in FILLERS for w in words)
 
 
 def request_problem(steps: list[dict]) -> str | None:

@@ -117,6 +117,17 @@ def test_a_malformed_record_is_one_line_not_a_traceback(tmp_path):
     assert str(path) in line and "id=7" in line and "label" in line and written == []
 
 
+def test_a_cut_off_input_file_is_one_line_naming_the_file_and_line(tmp_path):
+    # a stage's input JSONL cut mid-record (a copied or hand-edited file): one line, nothing written
+    dataset = tmp_path / "dataset.jsonl"
+    dataset.write_text('{"item_id": "i1", "seed_id": "s1"}\n{"item_id": "i2", "se')
+    out = tmp_path / "out" / "sample.jsonl"
+    proc = aura(tmp_path, "format-sample", "--configfile", config_file(tmp_path), "--in", f"dataset={dataset}",
+                "--out", f"sample={out}")
+    line = one_error_line(proc)
+    assert f"{dataset}:2: invalid JSON line" in line and not out.exists()
+
+
 def test_unknown_case_study_seed_names_the_id(tmp_path):
     seeds, _ = seed_file(tmp_path, json.dumps([record()]))
     proc, written = select_seeds(tmp_path, seeds, config_file(tmp_path, case_study_seed="IoT/x/nope"))

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from ..config import Config
+from ..config import Config, UserError
 from ..io import atomic_write_json, canonical_json, read_jsonl, sha256_text, write_jsonl
 from ..llm import Cache, LLMClient
 from ..llm.accounting import Accounting
@@ -42,7 +42,12 @@ class StageContext:
 
     # inputs -------------------------------------------------------------------------------
     def read(self, name: str) -> list[dict]:
-        return list(read_jsonl(self.inputs[name]))
+        """The rows of an input JSONL file; a line that is not JSON (a cut-off or hand-edited file) is one
+        line naming the file and line (UserError), not a traceback."""
+        try:
+            return list(read_jsonl(self.inputs[name]))
+        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            raise UserError(" ".join(str(exc).split())) from None
 
     def in_shard(self, rows: Iterable[dict], key: str = "item_id") -> list[dict]:
         return [r for r in rows if shard_of(r[key], self.n_shards) == self.shard]

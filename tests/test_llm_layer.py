@@ -309,6 +309,15 @@ def test_unparsed_after_bounded_repair_keeps_raw_text(make_config, server):
     assert len(res.calls) == 3 and server.stats()["count"] == 3
 
 
+def test_a_repair_call_the_endpoint_fails_is_a_failed_item_not_unparsed(make_config, server):
+    server.set_rules([{"times": 1, "content": "I think it is unsafe."}, {"status": 503}])
+    with client(make_config(repair_tries=1, max_tries=2)) as llm:
+        (res,) = llm.run("judge", "m", [req(schema=SCHEMA)])
+        assert (llm.acc.outcomes["failed"], llm.acc.outcomes["unparsed"]) == (1, 0)
+    assert res.status == "failed" and "503" in res.error and "first answer" in res.error
+    assert [c.purpose for c in res.calls] == ["answer", "repair"]
+
+
 def test_truncated_answer_is_unparsed(make_config, server):
     server.set_rules([{"truncated": '{"rationale": "this goes on and o'}])
     with client(make_config(repair_tries=0)) as llm:

@@ -419,8 +419,11 @@ class LLMClient:
             ]
             rec, repaired, _ = await self._complete(role, model, ep, req, conversation, params, rf, "repair")
             result.calls.append(rec)
-            if rec.status != "ok":
-                break
+            if rec.status != "ok":  # the endpoint failed, not the model: a failed item (retried on a rerun)
+                result.text, result.status = text, "failed"
+                result.error = f"the JSON repair call failed: {rec.error} (first answer: {reason})"
+                self._item_done("failed", req, result.error)
+                return result
             text = repaired
             parsed, reason = parse_structured(text, req.schema)
         result.text = text

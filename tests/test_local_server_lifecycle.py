@@ -91,6 +91,36 @@ def test_one_shared_server_for_the_run_stopped_when_the_run_is_killed(tmp_path, 
     assert gone(a["pid"]), "shared server outlived its killed run"
 
 
+SLOW_JOB = r"""
+import json, sys, time
+from pathlib import Path
+from aura.config import load_config
+from aura.llm.errors import terminate_raises
+from aura.llm.local_server import LocalServer
+
+class Slow(LocalServer):  # the server is launched; the job is stopped while it waits for it to be ready
+    def _wait_ready(self, timeout):
+        print(json.dumps({"pid": self.pid}), flush=True)
+        time.sleep(600)
+
+cfg = load_config(sys.argv[1]).endpoints["local"].local.model_copy(update={"shared": True})
+with terminate_raises():
+    Slow(cfg, Path(sys.argv[2])).start()
+"""
+
+
+def test_a_job_stopped_while_its_server_starts_leaves_no_server(tmp_path, run_process):
+    # shared mode under a run: the run's lease would keep a server nobody registered alive until the run ends
+    env = {**{k: v for k, v in os.environ.items() if k != RUN_PID_ENV}, RUN_PID_ENV: str(run_process.pid)}
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_JOB, str(REPO / "config/config.yaml"), str(tmp_path / "servers")],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    pid = json.loads(proc.stdout.readline())["pid"]
+    assert alive(pid)
+    proc.send_signal(signal.SIGTERM)  # as Snakemake stops a job
+    proc.wait(30)
+    assert gone(pid), "a server launched by a job stopped during its startup outlived the job"
+
+
 def test_last_job_out_stops_the_server_when_no_run_holds_it(tmp_path):
     proc, info = job(tmp_path / "servers", "shared", "leave")
     assert proc.wait(timeout=60) == 0

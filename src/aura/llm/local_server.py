@@ -254,6 +254,10 @@ class LocalServer:
             except LocalServerError as exc:
                 last_error = exc
                 self._kill()
+            except BaseException:  # SIGTERM (Terminated) or Ctrl-C while it starts: not yet registered anywhere
+                self._kill()
+                self._drop_private()
+                raise
         self._drop_private()
         raise last_error  # type: ignore[misc]
 

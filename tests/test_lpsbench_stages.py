@@ -160,32 +160,32 @@ def test_malformed_case_is_one_line_naming_the_file(lps, tmp_path, capsys):
 
 # -- episodes ----------------------------------------------------------------------------------------------
 
-def test_a_bad_key_for_the_emulator_stops_the_job_with_one_line(server, lps, tmp_path, capfd):
-    # the emulator runs in the episode's tool server (its own process): its endpoint's 401 must still fail the
-    # job, not turn into a failed episode and a green run
-    server.set_rules([{"match": {"model": EMU}, "status": 401, "message": "Incorrect API key provided"}, *RAW_RULES])
+def failing_episodes(server, lps, tmp_path, capfd, emulator_rule: dict) -> str:
+    """Run the raw episodes job with the emulator answering by `emulator_rule`; it must fail with one error line
+    and write nothing. Returns that line."""
+    server.set_rules([{"match": {"model": EMU}, **emulator_rule}, *RAW_RULES])
     cases = lps.cases()
     capfd.readouterr()
     out = tmp_path / "results" / "episodes" / "raw" / "m.jsonl"
     assert lps.cli("lpsbench-episodes", "--model", "m", "--option", "variant=raw",
                    "--in", f"cases={cases}", "--out", f"episodes={out}") != 0
     err = [line for line in capfd.readouterr().err.splitlines() if line.startswith("error")]
-    assert len(err) == 1 and "HTTP 401" in err[0] and "Incorrect API key provided" in err[0], err
-    assert not out.exists()
+    assert len(err) == 1 and not out.exists(), err
+    return err[0]
+
+
+def test_a_bad_key_for_the_emulator_stops_the_job_with_one_line(server, lps, tmp_path, capfd):
+    # the emulator runs in the episode's tool server (its own process): its endpoint's 401 must still fail the
+    # job, not turn into a failed episode and a green run
+    line = failing_episodes(server, lps, tmp_path, capfd, {"status": 401, "message": "Incorrect API key provided"})
+    assert "HTTP 401" in line and "Incorrect API key provided" in line
 
 
 def test_failed_episodes_over_the_ceiling_fail_the_job(server, lps, tmp_path, capfd):
     # the emulator's endpoint keeps answering 500 (retryable): each episode stops tool_failed; 2 of 2 failed is
     # over the ceiling max(llm.max_failed_items 1, 5% of 2): the job stops, nothing written
-    server.set_rules([{"match": {"model": EMU}, "status": 500}, *RAW_RULES])
-    cases = lps.cases()
-    capfd.readouterr()
-    out = tmp_path / "results" / "episodes" / "raw" / "m.jsonl"
-    assert lps.cli("lpsbench-episodes", "--model", "m", "--option", "variant=raw",
-                   "--in", f"cases={cases}", "--out", f"episodes={out}") != 0
-    err = [line for line in capfd.readouterr().err.splitlines() if line.startswith("error")]
-    assert len(err) == 1 and "2 of 2 episodes failed, over the ceiling of 1" in err[0], err
-    assert not out.exists()
+    line = failing_episodes(server, lps, tmp_path, capfd, {"status": 500})
+    assert "2 of 2 episodes failed, over the ceiling of 1" in line
 
 
 def test_raw_episodes_end_to_end(server, lps):

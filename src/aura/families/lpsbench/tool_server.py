@@ -13,7 +13,8 @@ give (no emulator call). An emulator call that fails is answered as an error who
 says ``{"status": "failed"}``, so the agent loop can stop the episode instead of feeding the agent an
 invented error. A job-level failure of the emulator's or simulated user's endpoint (a bad key, an unknown
 model, the failure ceiling: `StageFailed`) says ``{"status": "fatal"}``: the agent loop raises it in the
-job, which stops with that one line and writes nothing (it is not one episode's failure). Nothing but MCP messages is written on stdout; progress and errors go to stderr.
+job, which stops with that one line and writes nothing (it is not one episode's failure). Nothing but MCP
+messages is written on stdout; progress and errors go to stderr.
 
 Mitigated benign episodes (spec ``user_model`` set) get one more tool, ``ask_user(question)``, answered by
 a simulated user (prompts/lpsbench/user_simulator.v1.md) who knows the task and the case's criterion (as

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -20,14 +21,13 @@ def run(args: argparse.Namespace) -> int:
     from .data import RunData
 
     try:
-        if not args.export:
-            check_bind(args.host, args.token)  # before reading a large run
-        else:
-            from pathlib import Path
-
+        # before reading a large run: the address, or the export folder (refused unless an earlier export)
+        if args.export:
             from .export import check_target
 
-            check_target(Path(args.export))  # an existing folder that is not an earlier export: refused
+            check_target(Path(args.export))
+        else:
+            check_bind(args.host, args.token)
         cfg = load_config(args.configfile)
         start = time.monotonic()
         data = RunData.load(cfg.raw)

@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 min_version("8.20")
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
@@ -19,9 +19,11 @@ from aura.pipeline.layout import layout
 
 if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
-# The package reads the same config Snakemake read, with `extends: base.yaml` merged the same way.
-# `--config key=value` (a section: --config 'construct={max_seeds: 3}') is merged in, checked, and
-# written under .snakemake/aura/ named by its hash: CONFIGFILE is then that file, so no job ignores it.
+# The package reads the same config Snakemake read, with `extends: base.yaml` merged the same way, and
+# checks it against the schema composed from the shared keys and every family's section (defaults
+# filled). `--config key=value` (a section: --config 'aura={construct: {max_seeds: 3}}') is merged in,
+# checked, and written under .snakemake/aura/ named by its hash: CONFIGFILE is then that file, so no
+# job ignores it.
 CONFIGFILE = workflow.overwrite_configfiles[-1] if workflow.overwrite_configfiles else "config/config.yaml"
 try:
     _raw, CONFIGFILE = workflow_config(CONFIGFILE, workflow.config_settings.config, ".snakemake/aura")
@@ -29,7 +31,6 @@ except ConfigError as exc:  # one line, no traceback
     sys.exit(f"error: {exc}")
 config.clear()
 config.update(_raw)
-validate(config, "config/schema.yaml")
 
 L = layout(config)
 LOGS = config["paths"]["logs"]
@@ -41,15 +42,16 @@ S.register_endpoint_resources(workflow, config)
 
 FAMILIES = enabled(config)
 
-# Every enabled benchmark family's rules: rules/<family>/*.smk, in name order (aura.families).
+# Every enabled benchmark family's rules: the *.smk files of its rules folder, in name order (the
+# built-in families: rules/<family>/; a family installed from elsewhere carries its own).
 for _family in FAMILIES:
-    for _smk in sorted((Path(workflow.basedir) / _family.rules_dir).glob("*.smk")):
-        include: f"{_family.rules_dir}/{_smk.name}"
+    for _smk in sorted(Path(_family.rules_dir).glob("*.smk")):
+        include: S.workflow_path(_smk)
 
 
 # Rendering, the same for every enabled family: one papermill notebook per figure or table (or a
 # small group), reading only produced files (each family's `reports` manifest; the caption is
-# report/<family>/<name>.rst). `snakemake figures/<name>.pdf` or `snakemake results/tables/<name>.md`
+# <the family's report folder>/<name>.rst). `snakemake figures/<name>.pdf` or `snakemake results/tables/<name>.md`
 # re-renders just that one, with no model call.
 for _family in FAMILIES:
     for _name in _family.reports:
@@ -67,6 +69,17 @@ for _family in FAMILIES:
 rule all:
     default_target: True
     input: [target for family in FAMILIES for target in family.targets(config)]
+
+
+# The run viewer as a static site (`python -m aura view --export`: every enabled family's pages), for a
+# paper's supplementary material. Not part of `all`; build it after (or with) a run:
+#   snakemake --cores 1 view_site      # -> <results>/site/index.html
+# Browse a run interactively instead with `python -m aura view --configfile <config>` (127.0.0.1:8765).
+rule view_site:
+    input: rules.all.input
+    output: directory(f"{config['paths']['results']}/site")
+    log: f"{LOGS}/view_site/view_site.log"
+    shell: "{AURA} view --configfile {CONFIGFILE} --export {output} > {log} 2>&1"
 
 
 # One line per stage at the end of every run: items ok / unparsed / failed / n/a, failed jobs

@@ -21,7 +21,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from aura.stats.bootstrap import clustered_diff, clustered_diff_reference, table31
+from aura.families.aura.stats.bootstrap import clustered_diff, clustered_diff_reference, table31
 
 
 def synthetic(models: int, rows: int, seeds: int, seed: int = 0) -> pd.DataFrame:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import httpx
 
-from aura.evaluate.panel import majority
+from aura.families.aura.evaluate.panel import majority
 from aura.io import write_jsonl
 from aura.pipeline.layout import layout
 from aura.web.serve import serving

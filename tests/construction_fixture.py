@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from aura.construct.review import PAIR_CRITERIA, VARIATION_CRITERIA
+from aura.families.aura.construct.review import PAIR_CRITERIA, VARIATION_CRITERIA
 from aura.io import write_jsonl
 from conftest import base_config
 

@@ -38,7 +38,7 @@ def _accept(criteria):
 
 
 def rules() -> list[dict]:
-    from aura.construct.review import PAIR_CRITERIA, VARIATION_CRITERIA
+    from aura.families.aura.construct.review import PAIR_CRITERIA, VARIATION_CRITERIA
 
     return [
         {"match": {"contains": "You annotate tool-use agent trajectories"},

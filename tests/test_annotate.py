@@ -14,8 +14,8 @@ import requests
 import yaml
 
 from aura.cli import main
-from aura.stats.human_validation import read_human_labels
-from aura.stats.validation_sample import deal
+from aura.families.aura.stats.human_validation import read_human_labels
+from aura.families.aura.stats.validation_sample import deal
 from aura.web.annotate.app import create_app
 from aura.web.annotate.store import LabelStore
 from aura.web.serve import serving

@@ -1,4 +1,4 @@
-"""Composed mechanisms (issue 13 §5, aura.construct.composed and aura.stats.composed): two risk dimensions
+"""Composed mechanisms (issue 13 §5, aura.families.aura.construct.composed and aura.families.aura.stats.composed): two risk dimensions
 moved at once, on the same prefixes as each alone.
 
 1. The composed answer and its splice, on tests/scripted.py's trajectory (0 user, 1 agent read,
@@ -23,12 +23,12 @@ import yaml
 import scripted
 from aura.cli import main
 from aura.config import validate_config
-from aura.construct import composed
-from aura.construct.composed import (COMPOSED_CRITERIA, canonical_pairs, candidates, composed_violation,
+from aura.families.aura.construct import composed
+from aura.families.aura.construct.composed import (COMPOSED_CRITERIA, canonical_pairs, candidates, composed_violation,
                                      composition_label)
-from aura.construct.variations import splice
+from aura.families.aura.construct.variations import splice
 from aura.io import read_jsonl
-from aura.stats.composed import CELLS, composed_table
+from aura.families.aura.stats.composed import CELLS, composed_table
 from conftest import PANEL, REPO, base_config
 from scripted import STEPS
 
@@ -338,7 +338,7 @@ def test_interaction_on_the_hand_counted_fixture():
 
 def test_bootstrap_is_clustered_by_seed_like_the_slow_reference():
     """Draw b: seeds S1, S2, S3 (sorted) picked with rng.integers(0, 3, size=3), the b-th row of the vectorised
-    draw (aura.stats.bootstrap); every drawn seed brings all its complete prefixes; statistics recomputed."""
+    draw (aura.families.aura.stats.bootstrap); every drawn seed brings all its complete prefixes; statistics recomputed."""
     data, panel = fixture_frames()
     n_resamples = 300
     got = composed_table(data, panel, ["RS2xRS5"], n_resamples=n_resamples).iloc[0]
@@ -399,7 +399,7 @@ def test_composed_schemas_are_grammars_the_embedded_server_accepts():
     import json
 
     from aura.config import load_config
-    from aura.construct.review import review_schema
+    from aura.families.aura.construct.review import review_schema
     from aura.llm.local_server import model_path
 
     cfg = load_config(REPO / "config/config.yaml")

@@ -8,7 +8,7 @@ import yaml
 
 from aura.cli import main
 from aura.io import read_jsonl, write_jsonl
-from aura.stats.consistency import CALIBRATION, STRATIFIED, consistency
+from aura.families.aura.stats.consistency import CALIBRATION, STRATIFIED, consistency
 
 
 def j(judge, axis, item, run, label, status="ok", model="m"):

@@ -6,11 +6,11 @@ import copy
 
 import pytest
 
-from aura.construct.common import majority_accept, reviewer_accepts
-from aura.construct.finalize import item_id, pair_id
-from aura.construct.relevance import explode
-from aura.construct.tagging import prefixes_for, tag_schema, tag_violation
-from aura.data.trajectory import agent_step_violation
+from aura.families.aura.construct.common import majority_accept, reviewer_accepts
+from aura.families.aura.construct.finalize import item_id, pair_id
+from aura.families.aura.construct.relevance import explode
+from aura.families.aura.construct.tagging import prefixes_for, tag_schema, tag_violation
+from aura.families.aura.data.trajectory import agent_step_violation
 from scripted import STEPS
 
 SEED = {"seed_id": "IoT/test/t-1", "steps": STEPS}
@@ -102,7 +102,7 @@ def test_explode_caps_in_canonical_order():
 
 
 def test_p2_repeated_code_keeps_its_first_element_and_is_reported():
-    from aura.construct.relevance import elements, repeated_codes
+    from aura.families.aura.construct.relevance import elements, repeated_codes
 
     answer = {"relevant": [{"code": "RS3", "element": "step 2: the fridge"}, {"code": "SD4", "element": "step 0"},
                            {"code": "RS3", "element": "step 4: the camera"}]}
@@ -137,7 +137,7 @@ def test_ids_derive_from_content_identity():
 def test_seed_cap_spreads_over_domains():
     from types import SimpleNamespace
 
-    from aura.construct.seeds import spread_over_domains
+    from aura.families.aura.construct.seeds import spread_over_domains
 
     recs = [SimpleNamespace(domain=d, n=i) for d, k in (("Application", 5), ("IoT", 2), ("Web", 1)) for i in range(k)]
     picked = spread_over_domains(recs, 5)
@@ -148,7 +148,7 @@ def test_seed_cap_spreads_over_domains():
 def test_format_sample_is_balanced_proportional_and_reproducible():
     import random
 
-    from aura.evaluate.format_sample import allocate, stratified_sample
+    from aura.families.aura.evaluate.format_sample import allocate, stratified_sample
 
     items = [{"item_id": f"it{i:03d}", "pair_label": "NSP" if i % 2 else "SP",
               "dimension": ["original", "RS2", "RS5", "SD3"][i % 4 if i < 300 else 0]} for i in range(400)]
@@ -165,7 +165,7 @@ def test_format_sample_is_balanced_proportional_and_reproducible():
 
 
 def test_stored_review_rows_become_votes():
-    from aura.construct.common import vote
+    from aura.families.aura.construct.common import vote
 
     assert vote({"criteria": {"a": True, "b": True}, "verdict": "accept"}, CRIT) is True
     assert vote({"criteria": {"a": True, "b": True}, "verdict": "reject"}, CRIT) is False
@@ -175,7 +175,7 @@ def test_stored_review_rows_become_votes():
 def test_seed_cap_alternates_source_labels():
     from types import SimpleNamespace
 
-    from aura.construct.seeds import spread_over_domains
+    from aura.families.aura.construct.seeds import spread_over_domains
 
     recs = [SimpleNamespace(domain="IoT", label=lab, n=i) for i, lab in enumerate([0, 0, 0, 1, 1])]
     # the first domain starts with a safe record, then unsafe and safe in turn, file order within each
@@ -194,8 +194,8 @@ def test_seed_cap_alternates_source_labels():
     ("hard", "", False, None),   # not pairable: no hint needed, excluded from pair generation
 ])
 def test_p7_edit_grade_decides_pairability(grade, hint, pairable, problem):
-    from aura.construct.classify import label_violation
-    from aura.construct.classify import pairable as is_pairable
+    from aura.families.aura.construct.classify import label_violation
+    from aura.families.aura.construct.classify import pairable as is_pairable
 
     answer = {"pair_label": "NSP", "risk_rationale": "r", "safe_action_sketches": [],
               "unsafe_action_explanation": "every fulfilling action leaks the key", "pair_edit_grade": grade,
@@ -204,8 +204,8 @@ def test_p7_edit_grade_decides_pairability(grade, hint, pairable, problem):
 
 
 def test_p7_prompt_asks_for_the_grades_the_schema_allows():
-    from aura.construct.classify import CLASSIFY_SCHEMA
-    from aura.construct.common import prompt
+    from aura.families.aura.construct.classify import CLASSIFY_SCHEMA
+    from aura.families.aura.construct.common import prompt
 
     p7 = prompt("p7_pair_classification")
     assert CLASSIFY_SCHEMA["properties"]["pair_edit_grade"]["enum"] == ["trivial", "moderate", "hard"]

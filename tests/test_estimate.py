@@ -38,7 +38,7 @@ def test_projected_without_inputs_and_no_request(server, tmp_path, capsys):
 
 
 def test_exact_when_dataset_exists_and_cache_hits_excluded(server, tmp_path):
-    from aura.evaluate.rollout import requests_for
+    from aura.families.aura.evaluate.rollout import requests_for
     from aura.llm import LLMClient
     from aura.pipeline.layout import layout
     from aura.prompts import get_prompt

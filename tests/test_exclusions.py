@@ -8,7 +8,7 @@ import json
 import pytest
 
 from aura.cli import main
-from aura.construct.release_filter import request_problem
+from aura.families.aura.construct.release_filter import request_problem
 from aura.io import read_jsonl
 from construction_fixture import finalize_args, write_config, write_stage_outputs
 

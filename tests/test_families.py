@@ -98,12 +98,12 @@ def test_a_name_two_families_share_is_an_error_naming_both():
     def fam(name, stages):
         return Family(name=name, title=name, stages=stages, layout=lambda raw: {}, reports={}, targets=lambda c: [])
 
-    one = fam("one", {"go": Stage("first", "aura.evaluate.rollout:run")})
-    two = fam("two", {"go": Stage("second", "aura.evaluate.judge:run"), "stop": Stage("x", "aura.evaluate.panel:run")})
+    one = fam("one", {"go": Stage("first", "aura.families.aura.evaluate.rollout:run")})
+    two = fam("two", {"go": Stage("second", "aura.families.aura.evaluate.judge:run"), "stop": Stage("x", "aura.families.aura.evaluate.panel:run")})
     with pytest.raises(ValueError, match="stage 'go' is defined by both family 'one' and 'two'"):
         merged("stage", lambda f: f.stages, [one, two])
     # without the clash the merge keeps every entry: 1 + 1 = 2 stages
-    assert list(merged("stage", lambda f: f.stages, [one, fam("two", {"stop": Stage("x", "aura.evaluate.panel:run")})])) \
+    assert list(merged("stage", lambda f: f.stages, [one, fam("two", {"stop": Stage("x", "aura.families.aura.evaluate.panel:run")})])) \
         == ["go", "stop"]
 
 
@@ -118,8 +118,8 @@ def test_every_stage_names_an_importable_function_and_manifests_import_nothing_h
 
 
 def test_a_stage_target_is_module_colon_function():
-    with pytest.raises(ValueError, match="stage target 'aura.evaluate.rollout.run' is not 'package.module:function'"):
-        Stage("old dotted form", "aura.evaluate.rollout.run")
+    with pytest.raises(ValueError, match="stage target 'aura.families.aura.evaluate.rollout.run' is not 'package.module:function'"):
+        Stage("old dotted form", "aura.families.aura.evaluate.rollout.run")
 
 
 # --- files found by the same rule for every family --------------------------------------------------------

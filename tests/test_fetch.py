@@ -1,4 +1,4 @@
-"""Tests for aura.data.fetch against a real HTTP server on 127.0.0.1 (no network, no mocks)."""
+"""Tests for aura.fetch against a real HTTP server on 127.0.0.1 (no network, no mocks)."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ import yaml
 
 from aura.cli import main
 from aura.config import read_raw
-from aura.data.fetch import MARKER, ChecksumError, FetchError, ensure_seed_dir, fetch_archive
-from aura.data.rjudge import load_rjudge
-from aura.data.seed_counts import SeedCountError, check_seed_counts
+from aura.fetch import MARKER, ChecksumError, FetchError, ensure_seed_dir, fetch_archive
+from aura.families.aura.data.rjudge import load_rjudge
+from aura.families.aura.data.seed_counts import SeedCountError, check_seed_counts
 from conftest import REPO, base_config
 from rjudge_fixture import INJECTION, PAPER_COUNTS, UNINTENDED, paper_shaped_files, write_paper_shaped
 

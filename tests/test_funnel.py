@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from aura.cli import main
-from aura.construct.counts import FUNNEL, funnel_from_exclusions
+from aura.families.aura.construct.counts import FUNNEL, funnel_from_exclusions
 from aura.io import read_jsonl, write_jsonl
 from construction_fixture import counts_args, finalize_args, write_config, write_stage_outputs
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from aura.config import validate_config
-from aura.evaluate.rollout import ACTION_ONLY_GBNF, REACT_GBNF, parse_action_only, parse_react, requests_for
+from aura.families.aura.evaluate.rollout import ACTION_ONLY_GBNF, REACT_GBNF, parse_action_only, parse_react, requests_for
 from aura.llm import Cache, LLMClient, LLMRequest
 from aura.llm.accounting import Accounting
 from aura.prompts import get_prompt

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 from aura.config import load_config, validate_config
-from aura.evaluate.schemas import AXES
+from aura.families.aura.evaluate.schemas import AXES
 from aura.llm import Cache, LLMClient, LLMRequest
 from aura.llm.accounting import Accounting
 from aura.llm import local_server
@@ -127,7 +127,7 @@ def test_server_reports_the_prefix_it_reused(cfg, tmp_path):
 @pytest.mark.parametrize("fmt", ["react", "action_only"])
 def test_grammar_constrained_rollouts_parse(cfg, tmp_path, fmt):
     """The embedded endpoint declares grammar: gbnf, so every rollout answer has the format's shape."""
-    from aura.evaluate.rollout import FORMATS, requests_for
+    from aura.families.aura.evaluate.rollout import FORMATS, requests_for
     from aura.prompts import get_prompt
 
     assert cfg.endpoints["local"].grammar == "gbnf"

@@ -31,15 +31,15 @@ from papermill.iorw import load_notebook_node
 from papermill.parameterize import parameterize_notebook
 
 from aura.config import validate_config
-from aura.construct.counts import composition
-from aura.evaluate.format_sample import format_table
-from aura.evaluate.panel import majority
+from aura.families.aura.construct.counts import composition
+from aura.families.aura.evaluate.format_sample import format_table
+from aura.families.aura.evaluate.panel import majority
 from aura.notebook_helpers import (TABLE33_TITLES, display_names, error_bars, read, share_cell, table33_cells,
                                    write_table)
 from aura.families.aura.reports import REPORTS  # AURA's reports; the other families test their own notebooks
-from aura.stats import consistency, metrics, rates, reliability, tables, vendor_overlap
-from aura.stats.human_validation import consensus, ensemble_sensitivity, human_validation, judge_accuracy, units
-from aura.stats.validation_sample import SAMPLE_COLUMNS, table18, table19
+from aura.families.aura.stats import consistency, metrics, rates, reliability, tables, vendor_overlap
+from aura.families.aura.stats.human_validation import consensus, ensemble_sensitivity, human_validation, judge_accuracy, units
+from aura.families.aura.stats.validation_sample import SAMPLE_COLUMNS, table18, table19
 from conftest import base_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -198,7 +198,7 @@ def test_paper_stats_stage_writes_empty_labelled_tables(tmp_path):
     import yaml
 
     from aura.cli import main
-    from aura.pipeline.layout import PAPER_STATS
+    from aura.families.aura.layout import PAPER_STATS
 
     raw = base_config("http://127.0.0.1:9/v1", tmp_path / "cache")
     cfg = tmp_path / "config.yaml"

@@ -21,12 +21,12 @@ from papermill.iorw import load_notebook_node
 from papermill.parameterize import parameterize_notebook
 
 from aura.cli import main
-from aura.evaluate import open_ended as OE
-from aura.evaluate.rollout import NEXT_TAG
+from aura.families.aura.evaluate import open_ended as OE
+from aura.families.aura.evaluate.rollout import NEXT_TAG
 from aura.families.aura.reports import EXPERIMENT_REPORTS
 from aura.io import read_jsonl, write_jsonl
-from aura.stats import open_ended as OS
-from aura.stats.rates import wilson
+from aura.families.aura.stats import open_ended as OS
+from aura.families.aura.stats.rates import wilson
 from conftest import base_config
 
 REPO = Path(__file__).resolve().parents[1]

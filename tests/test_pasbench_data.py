@@ -16,7 +16,7 @@ from PIL import Image
 
 from aura.cli import main
 from aura.config import UserError, validate_config
-from aura.data.fetch import MARKER
+from aura.fetch import MARKER
 from aura.families.pasbench.data import (IMAGE_FILE, SEVERITY_FILE, TEXT_FILE, PasDataError, PasItem, load_items,
                                          read_folder, run_fetch, run_items, select)
 from aura.pipeline.context import StageContext

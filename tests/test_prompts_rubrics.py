@@ -17,13 +17,13 @@ import shutil
 import pytest
 
 from aura.config import load_config
-from aura.construct.common import dimension_specs, dimensions_text, prompt, request
-from aura.construct.seeds import spread_over_domains
-from aura.construct.variations import steps_json
-from aura.data.rjudge import load_rjudge, select_unintended
-from aura.data.trajectory import render_indexed, render_steps, steps_of
-from aura.evaluate import judge, rollout
-from aura.evaluate.schemas import ACTION_TYPE, AXES, DETECTION, SAFETY
+from aura.families.aura.construct.common import dimension_specs, dimensions_text, prompt, request
+from aura.families.aura.construct.seeds import spread_over_domains
+from aura.families.aura.construct.variations import steps_json
+from aura.families.aura.data.rjudge import load_rjudge, select_unintended
+from aura.families.aura.data.trajectory import render_indexed, render_steps, steps_of
+from aura.families.aura.evaluate import judge, rollout
+from aura.families.aura.evaluate.schemas import ACTION_TYPE, AXES, DETECTION, SAFETY
 from aura.prompts import PLACEHOLDER, VERSIONS, get_prompt, load_prompt, prompt_file, prompt_path
 from conftest import REPO
 

@@ -6,11 +6,11 @@ import math
 import pandas as pd
 import pytest
 
-from aura.evaluate.panel import majority
+from aura.families.aura.evaluate.panel import majority
 from aura.stats.agreement import agreement_row
-from aura.stats.human_validation import (consensus, ensemble_sensitivity, human_validation, judge_accuracy, plurality,
+from aura.families.aura.stats.human_validation import (consensus, ensemble_sensitivity, human_validation, judge_accuracy, plurality,
                                          read_human_labels, strict_majority, validation_panel)
-from aura.stats.reliability import judge_reliability
+from aura.families.aura.stats.reliability import judge_reliability
 
 S, U = "Safe", "Unsafe"
 

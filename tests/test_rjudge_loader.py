@@ -1,4 +1,4 @@
-"""Tests for the R-Judge loader (aura.data.rjudge) and the demo seed set."""
+"""Tests for the R-Judge loader (aura.families.aura.data.rjudge) and the demo seed set."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ try:  # the package may not be installed yet; fall back to the source tree
 except ImportError:
     sys.path.insert(0, str(REPO_ROOT / "src"))
 
-from aura.data.rjudge import (  # noqa: E402
+from aura.families.aura.data.rjudge import (  # noqa: E402
     AgentMsg,
     EnvMsg,
     RecordError,
@@ -27,7 +27,7 @@ from aura.data.rjudge import (  # noqa: E402
     select_unintended,
 )
 from aura.config import read_raw  # noqa: E402
-from aura.data.seed_counts import check_seed_counts, observed_counts  # noqa: E402
+from aura.families.aura.data.seed_counts import check_seed_counts, observed_counts  # noqa: E402
 from rjudge_fixture import PAPER_COUNTS, write_paper_shaped  # noqa: E402
 
 DOMAINS = {"Program", "Application", "IoT", "Web", "Finance"}

@@ -14,12 +14,12 @@ import yaml
 
 from aura.cli import main
 from aura.config import load_config
-from aura.construct import pairs, variations
-from aura.construct.common import DIMENSIONS, prompt
-from aura.construct.pairs import pair_violation
-from aura.construct.variations import edit_violation, editable, splice, spliced_violation
-from aura.data.rjudge import load_rjudge
-from aura.data.trajectory import steps_of
+from aura.families.aura.construct import pairs, variations
+from aura.families.aura.construct.common import DIMENSIONS, prompt
+from aura.families.aura.construct.pairs import pair_violation
+from aura.families.aura.construct.variations import edit_violation, editable, splice, spliced_violation
+from aura.families.aura.data.rjudge import load_rjudge
+from aura.families.aura.data.trajectory import steps_of
 from aura.io import read_jsonl, write_jsonl
 from conftest import REPO, base_config
 from scripted import SEED, STEPS

@@ -12,7 +12,7 @@ import yaml
 
 from aura.cli import main
 from aura.io import read_jsonl, write_jsonl
-from aura.pipeline.layout import PAPER_STATS
+from aura.families.aura.layout import PAPER_STATS
 from conftest import base_config
 import scripted
 

@@ -12,13 +12,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aura.evaluate.format_sample import format_table
-from aura.stats.bootstrap import clustered_diff, clustered_diff_reference, table31
-from aura.stats.flips import ALL_MODELS, failure_mechanism, flip_rates, link
-from aura.stats.metrics import (ACTION, DETECTION, REQUIRED, TABLE33, action_type_distribution,
+from aura.families.aura.evaluate.format_sample import format_table
+from aura.families.aura.stats.bootstrap import clustered_diff, clustered_diff_reference, table31
+from aura.families.aura.stats.flips import ALL_MODELS, failure_mechanism, flip_rates, link
+from aura.families.aura.stats.metrics import (ACTION, DETECTION, REQUIRED, TABLE33, action_type_distribution,
                                 detection_action_cells, table33, top_unsafe_combinations, unsafe_by_detection,
                                 unsafe_by_dimension)
-from aura.stats.pairs import matched_pairs
+from aura.families.aura.stats.pairs import matched_pairs
 
 FIXTURE = Path(__file__).parent / "fixtures" / "judged_small.csv"
 
@@ -179,7 +179,7 @@ def test_table32_golden(judged):
 
 
 def test_table32_bootstrap_matches_direct_loop(judged):
-    from aura.stats.pairs import pair_table
+    from aura.families.aura.stats.pairs import pair_table
     g = judged[judged["model"] == "mA"]
     got = by_model(matched_pairs(g, n_resamples=200))["mA"]
     used = pair_table(g).query("status == 'valid'")
@@ -404,7 +404,7 @@ def test_helpers_conserve_rows(judged):
 
 def test_model_rates_on_an_empty_panel_is_a_header_only_table():
     """Nothing survived construction: model_rates gives the labelled header, no row, no KeyError."""
-    from aura.stats.rates import COLUMNS, model_rates
+    from aura.families.aura.stats.rates import COLUMNS, model_rates
 
     table = model_rates(pd.DataFrame(), pd.DataFrame(columns=["item_id", "pair_label"]), {})
     assert list(table.columns) == COLUMNS and table.empty

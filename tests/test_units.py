@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from aura.config import ConfigError, load_config, validate_config
-from aura.evaluate.panel import majority
-from aura.evaluate.rollout import parse_react
+from aura.families.aura.evaluate.panel import majority
+from aura.families.aura.evaluate.rollout import parse_react
 from aura.pipeline.context import shard_of
 from aura.prompts import PromptError, load_prompt, parse_prompt
 from conftest import REPO, base_config

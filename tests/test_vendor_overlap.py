@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from aura.config import ConfigError, validate_config, vendor_overlaps
-from aura.evaluate.panel import majority
-from aura.stats.vendor_overlap import compare, paired_labels, table24
+from aura.families.aura.evaluate.panel import majority
+from aura.families.aura.stats.vendor_overlap import compare, paired_labels, table24
 from conftest import base_config
 
 JUDGES = ["A", "B", "C"]

@@ -26,7 +26,8 @@ import yaml
 
 from aura.cli import main
 from aura.io import write_jsonl
-from aura.pipeline.layout import PAPER_STATS, layout
+from aura.families.aura.layout import PAPER_STATS
+from aura.pipeline.layout import layout
 from aura.web.serve import serving
 from aura.web.viewer.app import make_app
 from aura.web.viewer.data import RunData
@@ -56,7 +57,7 @@ SEEDS = {
 
 
 def _render(steps):
-    from aura.data.trajectory import render_steps
+    from aura.families.aura.data.trajectory import render_steps
 
     return render_steps(steps)
 

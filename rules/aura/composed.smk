@@ -4,10 +4,10 @@
 # also writes the experiment's item set), rollouts / judges / panel per evaluated model, and the
 # interaction statistics (composed_stats). Separate files: the main dataset and its tables never change.
 # (This file is read before construct.smk and evaluate.smk: it names its own globals.)
-COMPOSED = config["construct"]["composed"]
-COMPOSED_MODELS = COMPOSED["models"] or config["roles"]["evaluated"]
-COMPOSED_REVIEWERS = config["roles"]["reviewers"]
-COMPOSED_JUDGES = config["roles"]["judges"]
+COMPOSED = config["aura"]["construct"]["composed"]
+COMPOSED_MODELS = COMPOSED["models"] or config["aura"]["roles"]["evaluated"]
+COMPOSED_REVIEWERS = config["aura"]["roles"]["reviewers"]
+COMPOSED_JUDGES = config["aura"]["roles"]["judges"]
 
 
 rule composed_variations:
@@ -17,9 +17,9 @@ rule composed_variations:
                  S.prompt_file("composed_variation")],
     output: variations=L["composed_variations"]
     params:
-        cfg=S.model_hash(config, config["roles"]["generator"]), pairs=S.section_hash(COMPOSED["pairs"]),
-        tries=config["construct"]["rule_tries"],
-    resources: **S.endpoint_resources(config, lambda wc: config["roles"]["generator"])
+        cfg=S.model_hash(config, config["aura"]["roles"]["generator"]), pairs=S.section_hash(COMPOSED["pairs"]),
+        tries=config["aura"]["construct"]["rule_tries"],
+    resources: **S.endpoint_resources(config, lambda wc: config["aura"]["roles"]["generator"])
     log: main=f"{LOGS}/composed_variations/composed_variations.log", calls=f"{LOGS}/composed_variations/composed_variations.calls.jsonl"
     shell: "{AURA} composed-variations --configfile {CONFIGFILE} --in seeds={input.seeds} --in prefixes={input.prefixes} --in relevance={input.relevance} --out variations={output.variations} --calls-log {log.calls} 2> {log.main}"
 
@@ -42,9 +42,9 @@ rule composed_classify:
         reviews=expand(L["composed_review"], reviewer=COMPOSED_REVIEWERS), prompt=S.prompt_file("p7_pair_classification"),
     output: classified=L["composed_classified"], dataset=L["composed_dataset"]
     params:
-        ins=lambda wc, input: S.in_args(input), cfg=S.model_hash(config, config["roles"]["classifier"]),
-        reviewers=S.section_hash(COMPOSED_REVIEWERS), tries=config["construct"]["rule_tries"],
-    resources: **S.endpoint_resources(config, lambda wc: config["roles"]["classifier"])
+        ins=lambda wc, input: S.in_args(input), cfg=S.model_hash(config, config["aura"]["roles"]["classifier"]),
+        reviewers=S.section_hash(COMPOSED_REVIEWERS), tries=config["aura"]["construct"]["rule_tries"],
+    resources: **S.endpoint_resources(config, lambda wc: config["aura"]["roles"]["classifier"])
     log: main=f"{LOGS}/composed_classify/composed_classify.log", calls=f"{LOGS}/composed_classify/composed_classify.calls.jsonl"
     shell: "{AURA} composed-classify --configfile {CONFIGFILE} {params.ins} --out classified={output.classified} --out dataset={output.dataset} --calls-log {log.calls} 2> {log.main}"
 
@@ -86,6 +86,6 @@ rule composed_stats:
     output: composed_interaction=L["composed_interaction"]
     params:
         ins=lambda wc, input: S.in_args(input), pairs=S.section_hash(COMPOSED["pairs"]),
-        resamples=config["stats"]["bootstrap_resamples"],
+        resamples=config["aura"]["stats"]["bootstrap_resamples"],
     log: f"{LOGS}/composed_stats/composed_stats.log"
     shell: "{AURA} composed-stats --configfile {CONFIGFILE} {params.ins} --out composed_interaction={output.composed_interaction} 2> {log}"

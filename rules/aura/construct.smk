@@ -1,13 +1,13 @@
 # Dataset construction (paper §4, Appendix C/H; prompts P1-P9): seeds -> tags and prefixes ->
 # dimension relevance -> variations -> reviews (x3) -> NSP/SP classification -> pairs ->
 # pair reviews (x3) -> released dataset -> composition table and funnel.
-GEN = config["roles"]["generator"]
-REVIEWERS = config["roles"]["reviewers"]
-CLS = config["roles"]["classifier"]
+GEN = config["aura"]["roles"]["generator"]
+REVIEWERS = config["aura"]["roles"]["reviewers"]
+CLS = config["aura"]["roles"]["classifier"]
 DIMS = S.prompt_file("dimensions")
 
 
-DOWNLOAD = config["seed_download"] if config.get("seed_download", {}).get("enabled") else None
+DOWNLOAD = config["aura"]["seed_download"] if config["aura"].get("seed_download", {}).get("enabled") else None
 SEEDS_DIR = DOWNLOAD["dest"] if DOWNLOAD else config["paths"]["seeds"]
 
 
@@ -25,7 +25,7 @@ rule select_seeds:
     # A downloaded seed folder is tracked through its marker file (the folder holds the marker).
     input: [f"{DOWNLOAD['dest']}/.fetched.json"] if DOWNLOAD else [SEEDS_DIR]
     output: seeds=L["seeds"]
-    params: seeds_dir=SEEDS_DIR, cfg=S.section_hash(config["construct"].get("max_seeds"))
+    params: seeds_dir=SEEDS_DIR, cfg=S.section_hash(config["aura"]["construct"].get("max_seeds"))
     log: f"{LOGS}/select_seeds/select_seeds.log"
     shell: "{AURA} select-seeds --configfile {CONFIGFILE} --in seeds_dir={params.seeds_dir} --out seeds={output.seeds} 2> {log}"
 
@@ -33,7 +33,7 @@ rule select_seeds:
 rule tag_truncate:
     input: seeds=L["seeds"], prompt=S.prompt_file("p1_step_tagging")
     output: tags=L["tags"], prefixes=L["prefixes"]
-    params: cfg=S.model_hash(config, GEN), tries=config["construct"]["rule_tries"]
+    params: cfg=S.model_hash(config, GEN), tries=config["aura"]["construct"]["rule_tries"]
     resources: **S.endpoint_resources(config, lambda wc: GEN)
     log: main=f"{LOGS}/tag_truncate/tag_truncate.log", calls=f"{LOGS}/tag_truncate/tag_truncate.calls.jsonl"
     shell: "{AURA} tag-truncate --configfile {CONFIGFILE} --in seeds={input.seeds} --out tags={output.tags} --out prefixes={output.prefixes} --calls-log {log.calls} 2> {log.main}"
@@ -42,7 +42,7 @@ rule tag_truncate:
 rule relevance:
     input: seeds=L["seeds"], prefixes=L["prefixes"], prompt=S.prompt_file("p2_dimension_relevance"), dims=DIMS
     output: relevance=L["relevance"]
-    params: cfg=S.model_hash(config, GEN), cap=config["construct"]["max_dimensions_per_prefix"]
+    params: cfg=S.model_hash(config, GEN), cap=config["aura"]["construct"]["max_dimensions_per_prefix"]
     resources: **S.endpoint_resources(config, lambda wc: GEN)
     log: main=f"{LOGS}/relevance/relevance.log", calls=f"{LOGS}/relevance/relevance.calls.jsonl"
     shell: "{AURA} relevance --configfile {CONFIGFILE} --in seeds={input.seeds} --in prefixes={input.prefixes} --out relevance={output.relevance} --calls-log {log.calls} 2> {log.main}"
@@ -77,7 +77,7 @@ rule classify:
     output: classified=L["classified"]
     params:
         ins=lambda wc, input: S.in_args(input),
-        cfg=S.model_hash(config, CLS), reviewers=S.section_hash(REVIEWERS), tries=config["construct"]["rule_tries"],
+        cfg=S.model_hash(config, CLS), reviewers=S.section_hash(REVIEWERS), tries=config["aura"]["construct"]["rule_tries"],
     resources: **S.endpoint_resources(config, lambda wc: CLS)
     log: main=f"{LOGS}/classify/classify.log", calls=f"{LOGS}/classify/classify.calls.jsonl"
     shell: "{AURA} classify --configfile {CONFIGFILE} {params.ins} --out classified={output.classified} --calls-log {log.calls} 2> {log.main}"
@@ -101,7 +101,7 @@ rule review_pairs:
     shell: "{AURA} review-pairs --configfile {CONFIGFILE} --model {wildcards.reviewer} --in pairs={input.pairs} --out review={output.review} --calls-log {log.calls} 2> {log.main}"
 
 
-EXCLUSIONS_FILE = config["construct"].get("exclusions_file")
+EXCLUSIONS_FILE = config["aura"]["construct"].get("exclusions_file")
 
 
 rule finalize:

@@ -1,10 +1,11 @@
 # Evaluation (paper §5, Appendix D): rollouts per (model, shard) -> judges per (judge, model,
 # shard) -> panel vote per model -> statistics.
+import aura.families.aura.dag as A  # the AURA family's DAG helpers
 from aura.families.aura.layout import PAPER_STATS
 
-EVALUATED = config["roles"]["evaluated"]
-JUDGES = config["roles"]["judges"]
-N_SHARDS = config["evaluate"]["shards"]
+EVALUATED = config["aura"]["roles"]["evaluated"]
+JUDGES = config["aura"]["roles"]["judges"]
+N_SHARDS = config["aura"]["evaluate"]["shards"]
 
 wildcard_constraints:
     model="|".join(map(re.escape, config["models"])),
@@ -37,8 +38,8 @@ rule judge:
 rule panel:
     localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input:
-        rollouts=lambda wc: expand(L["rollouts"], model=wc.model, shard=S.shards(config)),
-        judgments=lambda wc: expand(L["judgments"], model=wc.model, judge=JUDGES, shard=S.shards(config)),
+        rollouts=lambda wc: expand(L["rollouts"], model=wc.model, shard=A.shards(config)),
+        judgments=lambda wc: expand(L["judgments"], model=wc.model, judge=JUDGES, shard=A.shards(config)),
     output: panel=L["panel"]
     params: ins=lambda wc, input: S.in_args(input), judges=S.section_hash(JUDGES)
     log: f"{LOGS}/panel/{{model}}.log"
@@ -59,15 +60,15 @@ rule model_rates:
 # human labels; with `roles.validation_judges` those judges label the human-labelled items
 # (judge_validation) and give the votes, and Table 23 compares their 3-judge subsets.
 HUMAN_LABELS = config["paths"].get("human_labels")
-VALIDATION_JUDGES = S.validation_judges(config)
+VALIDATION_JUDGES = A.validation_judges(config)
 
 
 rule judge_validation:
     input:
         dataset=L["dataset"], human_labels=HUMAN_LABELS or [],
-        rollouts=lambda wc: expand(L["rollouts"], model=wc.model, shard=S.shards(config)),
+        rollouts=lambda wc: expand(L["rollouts"], model=wc.model, shard=A.shards(config)),
         prompts=[S.prompt_file(f"judge_{axis}") for axis in ("detection", "action_type", "safety")],
-        marker=lambda wc: S.scoring_judgments(config, wc.model, wc.judge),
+        marker=lambda wc: A.scoring_judgments(config, wc.model, wc.judge),
     output: judgments=L["validation_judgments"]
     params: ins=lambda wc, input: S.in_args(input), cfg=lambda wc: S.model_hash(config, wc.judge)
     resources: **S.endpoint_resources(config, lambda wc: wc.judge)
@@ -80,7 +81,7 @@ rule reliability:
     input:
         panel=expand(L["panel"], model=EVALUATED),
         **({"human_labels": HUMAN_LABELS} if HUMAN_LABELS else {}),
-        validation=S.validation_judgments(config),
+        validation=A.validation_judgments(config),
     output:
         judge_reliability=L["judge_reliability"],
         **({"table3": L["table3_human_validation"], "judge_accuracy": L["table21_22_judge_accuracy"]} if HUMAN_LABELS else {}),
@@ -94,21 +95,21 @@ rule paper_stats:
     localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input: dataset=L["dataset"], panel=expand(L["panel"], model=EVALUATED)
     output: **{name: L[name] for name in PAPER_STATS}
-    params: ins=lambda wc, input: S.in_args(input), outs=lambda wc, output: S.out_args(output), cfg=S.section_hash(config["stats"])
+    params: ins=lambda wc, input: S.in_args(input), outs=lambda wc, output: S.out_args(output), cfg=S.section_hash(config["aura"]["stats"])
     log: f"{LOGS}/paper_stats/paper_stats.log"
     shell: "{AURA} paper-stats --configfile {CONFIGFILE} {params.ins} {params.outs} 2> {log}"
 
 
 # Prompt-format sensitivity (Appendix J.4, Table 38): the stratified sample re-run with the
 # action-only interface for `evaluate.format_models`, judged on action type and safety.
-FORMAT_MODELS = config["evaluate"]["format_models"]
+FORMAT_MODELS = config["aura"]["evaluate"]["format_models"]
 
 
 rule format_sample:
     localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input: dataset=L["dataset"]
     output: sample=L["format_sample"]
-    params: size=config["evaluate"]["format_sample_size"], seed=config["seed"]
+    params: size=config["aura"]["evaluate"]["format_sample_size"], seed=config["seed"]
     log: f"{LOGS}/format_sample/format_sample.log"
     shell: "{AURA} format-sample --configfile {CONFIGFILE} --in dataset={input.dataset} --out sample={output.sample} 2> {log}"
 
@@ -159,15 +160,15 @@ rule format_stats:
 # Leave-one-vendor-out replacement (Appendix F.4, Table 24): for each evaluated model that shares a
 # vendor with a panel judge, the replacement judge re-judges its rollouts on a common stratified
 # sample; the stats stage swaps it in for the same-vendor judge and compares Safe rates.
-VENDOR_OVERLAP = S.vendor_overlaps(config)
-REPLACEMENT = config["roles"].get("replacement_judge")
+VENDOR_OVERLAP = A.vendor_overlaps(config)
+REPLACEMENT = config["aura"]["roles"].get("replacement_judge")
 
 
 rule vendor_sample:
     localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input: dataset=L["dataset"]
     output: sample=L["vendor_sample"]
-    params: size=config["evaluate"]["vendor_overlap_sample_size"], seed=config["seed"]
+    params: size=config["aura"]["evaluate"]["vendor_overlap_sample_size"], seed=config["seed"]
     log: f"{LOGS}/vendor_sample/vendor_sample.log"
     shell: "{AURA} format-sample --configfile {CONFIGFILE} --option size_key=vendor_overlap_sample_size --in dataset={input.dataset} --out sample={output.sample} 2> {log}"
 
@@ -188,9 +189,9 @@ rule vendor_overlap_stats:
     input:
         sample=L["vendor_sample"],
         panel=expand(L["panel"], model=list(VENDOR_OVERLAP)),
-        judgments=expand(L["replacement_judgments"], model=list(VENDOR_OVERLAP), shard=S.shards(config)),
+        judgments=expand(L["replacement_judgments"], model=list(VENDOR_OVERLAP), shard=A.shards(config)),
     output: table24=L["table24_vendor_overlap"]
-    params: ins=lambda wc, input: S.in_args(input), cfg=S.section_hash(config["stats"], VENDOR_OVERLAP, REPLACEMENT)
+    params: ins=lambda wc, input: S.in_args(input), cfg=S.section_hash(config["aura"]["stats"], VENDOR_OVERLAP, REPLACEMENT)
     log: f"{LOGS}/vendor_overlap_stats/vendor_overlap_stats.log"
     shell: "{AURA} vendor-overlap --configfile {CONFIGFILE} {params.ins} --out table24={output.table24} 2> {log}"
 
@@ -205,7 +206,7 @@ rule consistency_sample:
     localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input: dataset=L["dataset"], human_labels=HUMAN_LABELS or []
     output: sample=L["consistency_sample"]
-    params: ins=lambda wc, input: S.in_args(input), size=config["evaluate"]["consistency_sample_size"], seed=config["seed"], models=S.section_hash(config["evaluate"]["consistency_models"])
+    params: ins=lambda wc, input: S.in_args(input), size=config["aura"]["evaluate"]["consistency_sample_size"], seed=config["seed"], models=S.section_hash(config["aura"]["evaluate"]["consistency_models"])
     log: f"{LOGS}/consistency_sample/consistency_sample.log"
     shell: "{AURA} consistency --configfile {CONFIGFILE} {params.ins} --out sample={output.sample} 2> {log}"
 
@@ -223,8 +224,8 @@ rule judge_repeat:
 
 rule consistency_stats:
     localrule: True   # no model call: on a cluster it runs in the main Snakemake process
-    input: sample=L["consistency_sample"], judgments=S.consistency_judgments(config)
+    input: sample=L["consistency_sample"], judgments=A.consistency_judgments(config)
     output: table25=L["table25_judge_consistency"]
-    params: ins=lambda wc, input: S.in_args(input), runs=config["evaluate"]["consistency_runs"]
+    params: ins=lambda wc, input: S.in_args(input), runs=config["aura"]["evaluate"]["consistency_runs"]
     log: f"{LOGS}/consistency_stats/consistency_stats.log"
     shell: "{AURA} consistency --configfile {CONFIGFILE} {params.ins} --out table25={output.table25} 2> {log}"

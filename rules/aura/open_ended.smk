@@ -3,12 +3,12 @@
 # step is judged by the panel on action type and safety (the judge and panel stages, unchanged), and one stats
 # job finds the first risky step per episode and how often a safe first step is followed by an unsafe one.
 # Off by default (evaluate.open_ended.enabled); the targets come from the AURA manifest.
-import aura.evaluate.open_ended as OE
+import aura.families.aura.evaluate.open_ended as OE
 
 if OE.check(config):
     sys.exit("error: " + "; ".join(OE.check(config)))
 
-OPEN_ENDED = config["evaluate"]["open_ended"]
+OPEN_ENDED = config["aura"]["evaluate"]["open_ended"]
 OE_MODELS = OE.models(config)
 OE_EMULATOR = OPEN_ENDED["emulator"]
 

@@ -1,7 +1,8 @@
 # Human validation sample (§6, Appendix F.1): drawn from the panels of `evaluate.validation_models`
 # (no model call), labelled by people with `python -m aura annotate` into `paths.human_labels`; Tables
 # 18 (sampled / kept per axis) and 19 (per panel agreement stratum) count it, re-made when labels change.
-VALIDATION_MODELS = config["evaluate"]["validation_models"]
+import aura.families.aura.dag as A  # the AURA family's DAG helpers
+VALIDATION_MODELS = config["aura"]["evaluate"]["validation_models"]
 _VALIDATION_HUMAN = config["paths"].get("human_labels")
 
 
@@ -9,9 +10,9 @@ rule validation_sample:
     input:
         dataset=L["dataset"],
         panel=expand(L["panel"], model=VALIDATION_MODELS),
-        rollouts=expand(L["rollouts"], model=VALIDATION_MODELS, shard=S.shards(config)),
+        rollouts=expand(L["rollouts"], model=VALIDATION_MODELS, shard=A.shards(config)),
     output: sample=L["validation_sample"]
-    params: ins=lambda wc, input: S.in_args(input), cfg=S.section_hash(VALIDATION_MODELS, config["evaluate"]["validation_sample_sizes"], config["seed"])
+    params: ins=lambda wc, input: S.in_args(input), cfg=S.section_hash(VALIDATION_MODELS, config["aura"]["evaluate"]["validation_sample_sizes"], config["seed"])
     log: f"{LOGS}/validation_sample/validation_sample.log"
     shell: "{AURA} validation-sample --configfile {CONFIGFILE} {params.ins} --out sample={output.sample} 2> {log}"
 
@@ -21,7 +22,7 @@ rule validation_tables:
         sample=L["validation_sample"],
         **({"human_labels": _VALIDATION_HUMAN} if _VALIDATION_HUMAN else {}),
         panel=expand(L["panel"], model=VALIDATION_MODELS),
-        validation=S.validation_judgments(config),
+        validation=A.validation_judgments(config),
     output: table18=L["table18_validation_retention"], table19=L["table19_validation_strata"]
     params: ins=lambda wc, input: S.in_args(input)
     log: f"{LOGS}/validation_tables/validation_tables.log"

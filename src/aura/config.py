@@ -121,10 +121,6 @@ class Config(BaseModel):
     models: dict[str, Model]
 
     @property
-    def roles(self) -> dict[str, Any]:
-        return self.raw["roles"]
-
-    @property
     def paths(self) -> dict[str, str]:
         return self.raw["paths"]
 
@@ -138,9 +134,9 @@ class Config(BaseModel):
     def endpoint_of(self, model_name: str) -> Endpoint:
         return self.endpoints[self.models[model_name].endpoint]
 
-    def role_models(self, role: str) -> list[str]:
-        value = self.roles[role]
-        return list(value) if isinstance(value, list) else [value]
+    def section(self, family: str) -> dict[str, Any]:
+        """A family's own settings (its config section, defaults filled)."""
+        return self.raw.get(family) or {}
 
 
 def config_hash(raw: dict) -> str:
@@ -161,20 +157,54 @@ def _extend_with_defaults(validator_class):
     return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
 
 
+def config_schema(schema_path: Path = DEFAULT_SCHEMA) -> dict:
+    """The config schema: the shared keys (config/schema.yaml) plus every registered family's section
+    (`<name>: <the manifest's schema>`) and the folders a family adds to `paths`."""
+    from .families import all_families
+
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    for family in all_families():
+        schema["properties"][family.name] = copy.deepcopy(family.schema)
+        schema["properties"]["paths"]["properties"].update(copy.deepcopy(family.paths_schema))
+    return schema
+
+
+def _moved_keys(raw: dict, source: str) -> None:
+    """A top-level key that is now a family's (`roles` -> `aura.roles`): one line saying where it went."""
+    from .families import all_families
+
+    for family in all_families():
+        moved = [k for k in family.moved_keys if k in raw]
+        if moved:
+            raise ConfigError(f"{source}: top-level key(s) {', '.join(moved)} moved under the family's section: "
+                              f"write them as {family.name}: {{{', '.join(moved)}: ...}} (every family's own settings "
+                              f"sit under its name)")
+
+
+def _check_families(raw: dict, source: str) -> None:
+    from .families import load, names
+
+    chosen = raw.setdefault("families", names())
+    unknown = [n for n in chosen if n not in names()]
+    if unknown:
+        raise ConfigError(f"{source}: families: {', '.join(unknown)} not registered (registered: {', '.join(names())}; "
+                          "a family is a package with an entry point in the group aura.families)")
+    problems = [line for name in chosen if load(name).check for line in load(name).check(raw)]
+    if problems:
+        raise ConfigError(f"{source}: " + "; ".join(problems))
+
+
 def validate_config(raw: dict, schema_path: Path = DEFAULT_SCHEMA, source: str = "<config>") -> Config:
     raw = copy.deepcopy(raw)
-    schema = yaml.safe_load(Path(schema_path).read_text())
-    validator = _extend_with_defaults(jsonschema.Draft202012Validator)(schema)
+    _moved_keys(raw, source)
+    validator = _extend_with_defaults(jsonschema.Draft202012Validator)(config_schema(schema_path))
     errors = sorted(validator.iter_errors(raw), key=lambda e: [str(x) for x in e.absolute_path])
     if errors:
         lines = [f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in errors[:5]]
         more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
         raise ConfigError(f"{source}: invalid config: " + "; ".join(lines) + more)
+    _check_families(raw, source)
     return _typed(raw, source)
-
-
-# Model lists that must name evaluated models (the roles name any configured model).
-EVALUATED_LISTS = ("format_models", "consistency_models", "vendor_overlap_models")
 
 
 def _pydantic(source: str, prefix: str, cls, **fields):
@@ -200,60 +230,7 @@ def _typed(raw: dict, source: str) -> Config:
         if refused:
             raise ConfigError(f"{source}: model '{name}': params {', '.join(refused)} not taken by endpoint "
                               f"'{m.endpoint}' (list them in its extra_sampling if the server accepts them)")
-    for role, value in raw["roles"].items():
-        for model_name in value if isinstance(value, list) else [value]:
-            if model_name not in models:
-                raise ConfigError(f"{source}: role '{role}' names unknown model '{model_name}'")
-    for key in EVALUATED_LISTS:
-        for model_name in raw.get("evaluate", {}).get(key) or []:
-            if model_name not in raw["roles"]["evaluated"]:
-                raise ConfigError(f"{source}: evaluate.{key}: '{model_name}' is not an evaluated model")
-    try:
-        vendor_overlaps(raw)
-    except ValueError as exc:
-        raise ConfigError(f"{source}: {exc}") from None
     return Config(raw=raw, endpoints=endpoints, models=models)
-
-
-def check_case_study_seed(raw: dict, selected, known=None, source: str = "stats.case_study_seed") -> None:
-    """The configured Table 34 seed must be one the run selected (null: chosen later). `known`: every
-    seed id the source holds, to tell a wrong id from one left out by construct.max_seeds."""
-    wanted = raw.get("stats", {}).get("case_study_seed")
-    if wanted is None or wanted in set(selected):
-        return
-    if known is not None and wanted in set(known):
-        raise ConfigError(f"{source}: '{wanted}' is not among the {len(list(selected))} seeds selected "
-                          f"(construct.max_seeds); raise the cap or set stats.case_study_seed: null")
-    raise ConfigError(f"{source}: '{wanted}' is not a seed id of the source (ids look like "
-                      f"'<Domain>/<file stem>/<id>'; null picks one)")
-
-
-def vendor_overlaps(raw: dict) -> dict[str, list[str]]:
-    """Evaluated model -> the panel judges that share its vendor (Table 24; {} = no analysis).
-
-    Only models with a vendor and a same-vendor judge appear. Without a replacement judge there is
-    no analysis. A replacement judge of the model's own vendor would defeat the purpose: an error.
-    """
-    roles, models = raw["roles"], raw["models"]
-    repl = roles.get("replacement_judge")
-    if not repl:
-        return {}
-    repl_vendor = models[repl].get("vendor")
-    chosen = raw.get("evaluate", {}).get("vendor_overlap_models")
-    out = {}
-    for model in chosen if chosen is not None else roles["evaluated"]:
-        if model not in roles["evaluated"]:
-            raise ValueError(f"evaluate.vendor_overlap_models: '{model}' is not an evaluated model")
-        vendor = models[model].get("vendor")
-        same = [j for j in dict.fromkeys(roles["judges"]) if vendor and models[j].get("vendor") == vendor]
-        if not same:
-            if chosen is not None:
-                raise ValueError(f"evaluate.vendor_overlap_models: '{model}' shares no vendor with a panel judge")
-            continue
-        if repl_vendor == vendor:
-            raise ValueError(f"replacement judge '{repl}' has the same vendor '{vendor}' as evaluated model '{model}'")
-        out[model] = same
-    return out
 
 
 def read_raw(path: str | Path, _seen: tuple = ()) -> dict:
@@ -327,7 +304,7 @@ def write_merged(raw: dict, folder: str | Path) -> Path:
 
 
 def workflow_config(configfile: str | Path, overrides: dict | None, folder: str | Path) -> tuple[dict, str]:
-    """What the Snakefile runs with: (raw config, the file every job reads).
+    """What the Snakefile runs with: (the validated config with its defaults filled, the file every job reads).
 
     Without `--config` overrides the jobs read `configfile` itself. With them, the merged config is
     checked like any config (an unknown key or a bad value stops Snakemake before any job) and
@@ -336,11 +313,10 @@ def workflow_config(configfile: str | Path, overrides: dict | None, folder: str 
     raw = read_raw(configfile)
     over = command_line_overrides(overrides)
     if not over:
-        validate_config(raw, source=str(configfile))
-        return raw, str(configfile)
+        return validate_config(raw, source=str(configfile)).raw, str(configfile)
     raw = _deep_merge(raw, over)
-    validate_config(raw, source=f"{configfile} with --config {', '.join(sorted(over))}")
-    return raw, str(write_merged(raw, folder))
+    checked = validate_config(raw, source=f"{configfile} with --config {', '.join(sorted(over))}")
+    return checked.raw, str(write_merged(raw, folder))
 
 
 def _deep_merge(base: dict, over: dict) -> dict:

@@ -16,10 +16,11 @@ Placeholders are ``{{ name }}``. Rendering is strict: every declared variable mu
 supplied, no undeclared variable may be supplied, and every placeholder in the text must be
 declared. Other braces (JSON examples) are left untouched.
 
-Which file of each prompt the pipeline uses is chosen in one place, ``VERSIONS``: a changed
-prompt is a new file ``<name>.v<N+1>.md`` and moving a stage to it is one edit here. Stages load
-prompts with ``get_prompt(name)`` and the Snakemake rules list ``prompt_file(name)`` as inputs, so a
-prompt edit reruns exactly the stages that render it.
+Which file of each prompt the pipeline uses is chosen in one place per family, its manifest's
+``prompts`` (name -> folder, version): a changed prompt is a new file ``<name>.v<N+1>.md`` and moving
+a stage to it is one edit there. ``versions()`` is the merge over every registered family (a name two
+families define is an error). Stages load prompts with ``get_prompt(name)`` and the Snakemake rules
+list ``prompt_file(name)`` as inputs, so a prompt edit reruns exactly the stages that render it.
 """
 from __future__ import annotations
 
@@ -33,57 +34,13 @@ import yaml
 
 from .config import REPO_ROOT
 
-# name -> (folder under prompts/, version in use). Each prompt moves to a new version on its own. A family's
-# prompts lie under prompts/<family>/ (AURA: prompts/aura/construct, prompts/aura/evaluate); prompts/llm/ is
-# the shared layer (JSON and rule repair), loaded by path.
-VERSIONS: dict[str, tuple[str, int]] = {
-    "p1_step_tagging": ("aura/construct", 2),
-    "p2_dimension_relevance": ("aura/construct", 3),
-    "p3_harm_intensity_variation": ("aura/construct", 2),
-    "p4_contextual_variation": ("aura/construct", 2),
-    "p5_harm_intensity_review": ("aura/construct", 2),
-    "p6_contextual_review": ("aura/construct", 2),
-    "p7_pair_classification": ("aura/construct", 2),
-    "p8_pair_generation": ("aura/construct", 2),
-    "p9_pair_review": ("aura/construct", 2),
-    "composed_variation": ("aura/construct", 1),  # composed mechanisms: two RS dimensions at once (edits)
-    "composed_review": ("aura/construct", 1),  # composed mechanisms: review on both dimensions' criteria
-    "dimensions": ("aura/construct", 1),  # RS1-RS6 / SD1-SD5 definitions (.yaml), rendered into P2, P4, P6
-    "rollout_react": ("aura/evaluate", 2),
-    "rollout_action_only": ("aura/evaluate", 2),
-    "judge_detection": ("aura/evaluate", 2),
-    "judge_action_type": ("aura/evaluate", 2),
-    "judge_safety": ("aura/evaluate", 2),
-    "emulator_open_ended": ("aura/evaluate", 1),  # open-ended rollouts: the environment answers a tool call
-    "user_open_ended": ("aura/evaluate", 1),  # open-ended rollouts: the user answers the agent's message
-    # PaSBench (aura.families.pasbench: respond, judge, probes)
-    "proactive_text": ("pasbench", 1),
-    "proactive_image": ("pasbench", 1),
-    "risk_judge": ("pasbench", 1),
-    "knowledge_probe": ("pasbench", 1),
-    "reactive_text": ("pasbench", 1),
-    "reactive_image": ("pasbench", 1),
-    "verify_text": ("pasbench", 1),
-    "verify_image": ("pasbench", 1),
-    # PaSBench construction (aura.families.pasbench.construct)
-    "construct_profile": ("pasbench", 1),
-    "construct_log": ("pasbench", 2),
-    "construct_review": ("pasbench", 1),
-    "construct_image_prompts": ("pasbench", 2),
-    # LPS-Bench (aura.families.lpsbench: agent, tool_server, episodes, evaluate)
-    "agent_raw": ("lpsbench", 1),
-    "agent_clarify": ("lpsbench", 1),  # mitigation for benign risks: ask_user before guessing
-    "agent_safety": ("lpsbench", 1),  # mitigation for adversarial risks: safety-aware system prompt
-    "emulator": ("lpsbench", 1),
-    "user_simulator": ("lpsbench", 1),
-    "evaluator": ("lpsbench", 1),
-    # LPS-Bench case generation (aura.families.lpsbench.generate); the per-risk templates are a .yaml file
-    "generate_templates": ("lpsbench", 1),
-    "generate_designer": ("lpsbench", 1),
-    "generate_tools": ("lpsbench", 1),
-    "generate_criterion": ("lpsbench", 1),
-}
-YAML_PROMPTS = {"dimensions", "generate_templates"}  # files of prompt text read as data (.yaml), not chat prompts
+# The prompts of the LLM layer itself (JSON instruction and repair, rule repair), shared by every family.
+SHARED_DIR = REPO_ROOT / "prompts" / "llm"
+
+
+def shared_prompt_dir() -> Path:
+    return SHARED_DIR
+
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 SECTION = re.compile(r"^# (system|user)\s*$", re.MULTILINE)
@@ -170,20 +127,29 @@ def _parse_cached(text: str, path: str, sha256: str) -> Prompt:
     return parse_prompt(text, path, sha256)
 
 
-def prompt_file(name: str) -> str:
-    """Path of the file in use for prompt `name`, relative to the repository root (as rules list it)."""
-    if name not in VERSIONS:
-        raise PromptError(f"unknown prompt '{name}' (known: {', '.join(sorted(VERSIONS))})")
-    folder, version = VERSIONS[name]
-    ext = "yaml" if name in YAML_PROMPTS else "md"
-    return f"prompts/{folder}/{name}.v{version}.{ext}"
+@lru_cache(maxsize=None)
+def versions() -> dict[str, Path]:
+    """Every registered family's prompts: name -> the file in use."""
+    from .families import merged
+
+    return merged("prompt", lambda family: {name: family.prompt_path(name) for name in family.prompts})
 
 
 def prompt_path(name: str) -> Path:
     """Absolute path of the file in use for prompt `name`."""
-    return REPO_ROOT / prompt_file(name)
+    known = versions()
+    if name not in known:
+        raise PromptError(f"unknown prompt '{name}' (known: {', '.join(sorted(known))})")
+    return known[name]
+
+
+def prompt_file(name: str) -> str:
+    """Path of the file in use for prompt `name` as rules list it: relative to the repository root when
+    it lies inside (the built-in families), else absolute."""
+    path = prompt_path(name)
+    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
 
 
 def get_prompt(name: str) -> Prompt:
-    """The prompt `name` in the version `VERSIONS` selects."""
+    """The prompt `name` in the version its family's manifest selects."""
     return load_prompt(prompt_path(name))

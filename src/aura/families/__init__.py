@@ -1,41 +1,64 @@
-"""The registry of benchmark families. Adding a family is one line here (plus its schema enum entry).
+"""The registry of benchmark families, found through the entry-point group ``aura.families``.
 
-`load(name)` imports the family's manifest (``FAMILY`` in the named module); `enabled(raw)` lists the
-families the config's `families:` key turns on (default: all, in the order given). Merged views over
-every family (stages, layout, reports) live in aura.pipeline.registry / layout / rules_support.
+Every installed package that declares ``[project.entry-points."aura.families"] <name> =
+"<package.module>:FAMILY"`` is a family; the built-in ones (aura, pasbench, lpsbench) register the same
+way in this repository's pyproject.toml. `load(name)` reads one manifest, `enabled(raw)` the families
+the config's `families:` key turns on (default: every registered family, in registration order: the
+built-in ones first, then the others by name), `merged` one part over several families. The registry
+knows no family by name; it only reads what the entry points say.
 """
 from __future__ import annotations
 
 from functools import lru_cache
-from importlib import import_module
+from importlib.metadata import entry_points
 
 from .base import Family, Stage  # noqa: F401 - re-exported for manifests
 
-FAMILIES: dict[str, str] = {
-    "aura": "aura.families.aura",
-    "pasbench": "aura.families.pasbench",
-    "lpsbench": "aura.families.lpsbench",
-}
+GROUP = "aura.families"
+
+
+@lru_cache(maxsize=None)
+def _entry_points() -> dict:
+    found = {}
+    for ep in entry_points(group=GROUP):
+        found.setdefault(ep.name, ep)  # the first distribution on sys.path wins, as Python's imports do
+    builtin = [n for n, ep in found.items() if ep.value.startswith(__name__ + ".")]
+    order = sorted(builtin, key=lambda n: _BUILTIN_RANK.get(n, 99)) + sorted(n for n in found if n not in builtin)
+    return {n: found[n] for n in order}
+
+
+# The built-in families in the order the workflow has always listed them (config `families:` default).
+# Registration order of entry points is not defined by Python, so the rank keeps runs comparable.
+_BUILTIN_RANK = {"aura": 0, "pasbench": 1, "lpsbench": 2}
+
+
+def names() -> list[str]:
+    """Every registered family's name."""
+    return list(_entry_points())
 
 
 @lru_cache(maxsize=None)
 def load(name: str) -> Family:
-    if name not in FAMILIES:
-        raise ValueError(f"unknown family '{name}' (known: {', '.join(FAMILIES)})")
-    family = import_module(FAMILIES[name]).FAMILY
+    points = _entry_points()
+    if name not in points:
+        raise ValueError(f"unknown family '{name}' (registered: {', '.join(points) or 'none'}; a family is a package "
+                         f"with an entry point in the group '{GROUP}')")
+    family = points[name].load()
+    if not isinstance(family, Family):
+        raise ValueError(f"entry point {name} = {points[name].value}: not a Family manifest")
     if family.name != name:
-        raise ValueError(f"{FAMILIES[name]}: FAMILY.name is '{family.name}', registered as '{name}'")
+        raise ValueError(f"entry point {name} = {points[name].value}: FAMILY.name is '{family.name}'")
     return family
 
 
 def all_families() -> list[Family]:
-    return [load(name) for name in FAMILIES]
+    return [load(name) for name in names()]
 
 
 def enabled(raw: dict) -> list[Family]:
     """The families `raw["families"]` names (default: every registered family), in that order."""
-    names = raw.get("families")
-    return [load(name) for name in (list(FAMILIES) if names is None else names)]
+    chosen = raw.get("families")
+    return [load(name) for name in (names() if chosen is None else chosen)]
 
 
 def merged(part: str, values_of, families: list[Family] | None = None) -> dict:
@@ -55,3 +78,10 @@ def family_of_report(name: str) -> Family:
         if name in family.reports:
             return family
     raise KeyError(f"no family has a report named '{name}'")
+
+
+def family_of_prompt(name: str) -> Family:
+    for family in all_families():
+        if name in family.prompts:
+            return family
+    raise KeyError(name)

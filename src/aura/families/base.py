@@ -1,50 +1,94 @@
-"""What a benchmark family is: a name, its stages, where its files live, its reports, its targets.
+"""What a benchmark family is: the manifest through which it hands the core everything it brings.
 
-Every family is found the same way: its manifest is ``aura.families.<name>`` exposing ``FAMILY``; its
-rules are ``rules/<name>/*.smk``, its prompts ``prompts/<name>/``, its notebooks ``notebooks/<name>/``
-and its report captions ``report/<name>/<report>.rst`` (paths relative to the repository root, so a
-copy of the workflow finds its own). A manifest imports nothing heavy: a stage names its entry point
-as a string and the module is imported only when the stage runs.
+A family is a package that registers its manifest (a ``Family``) under the entry-point group
+``aura.families`` (``[project.entry-points."aura.families"]`` in its pyproject.toml); the three built-in
+families register the same way. The core never imports a family by name: it asks the registry
+(aura.families) for the manifests and reads them.
+
+Files. A family's rules, prompts, notebooks and report captions lie in four folders under its
+``root``: ``<root>/rules``, ``<root>/prompts``, ``<root>/notebooks``, ``<root>/report``, each with a
+``<name>/`` level when ``nested`` (the built-in families: root = the repository, so ``rules/aura/``,
+``prompts/pasbench/`` ... stay where users know them). A plugin from another repository passes
+``root=Path(__file__).parent`` and ``nested=False`` and carries its files inside its package.
+
+A manifest imports nothing heavy: a stage names its entry point as a string, and so do the estimate,
+viewer and command hooks; their modules are imported only when used, so every job starts fast.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import import_module
-from pathlib import PurePosixPath
+from pathlib import Path
 from typing import Any, Callable
+
+OptionCheck = Callable[[str], "str | None"]  # a --option value -> None (fine) or what is wrong with it
+
+
+def load_target(target: str) -> Any:
+    """The object a ``"package.module:attribute"`` string names (imported now)."""
+    module, sep, attribute = target.partition(":")
+    if not (sep and module and attribute.isidentifier()):
+        raise ValueError(f"target '{target}' is not 'package.module:attribute'")
+    return getattr(import_module(module), attribute)
+
+
+def check_target(target: str | None) -> None:
+    if target is None:
+        return
+    module, sep, attribute = target.partition(":")
+    if not (sep and module and attribute.isidentifier()):
+        raise ValueError(f"target '{target}' is not 'package.module:attribute'")
 
 
 @dataclass(frozen=True)
 class Stage:
-    """A stage's help line and its entry point, ``"package.module:function"`` taking a StageContext;
-    the module (and its heavy imports: scipy, statsmodels, pandas) is imported only when the stage runs,
-    so every job starts fast."""
+    """A stage's help line, its entry point ``"package.module:function"`` taking a StageContext, and the
+    ``--option KEY=VALUE`` keys it reads, each with a check of the value (None = fine)."""
     help: str
     target: str
+    options: dict[str, OptionCheck] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        module, sep, function = self.target.partition(":")
-        if not (sep and module and function.isidentifier()):
-            raise ValueError(f"stage target '{self.target}' is not 'package.module:function'")
+        check_target(self.target)
 
     def entry(self) -> Callable[[Any], None]:
-        module, function = self.target.split(":")
-        return getattr(import_module(module), function)
+        return load_target(self.target)
 
     def run(self, ctx) -> None:
         self.entry()(ctx)
+
+
+def one_of(*allowed: str) -> OptionCheck:
+    """An option check: the value must be one of `allowed`."""
+    return lambda v: None if v in allowed else f"expected one of {list(allowed)}"
 
 
 @dataclass(frozen=True)
 class Family:
     """One benchmark family's manifest.
 
-    stages:  CLI name -> Stage (`python -m aura <name>`); names are unique across families.
-    layout:  raw config -> {layout key: path pattern}; keys are unique across families, and the function
-             reads only `paths` (it is merged for every family, enabled or not).
-    reports: report name -> spec (`notebook`, `inputs` = layout keys, optional `figure`, `tables`, `needs`),
-             rendered by the Snakefile's render rule; the notebook lies under `notebooks_dir`.
-    targets: raw config -> the files `snakemake all` builds for this family.
+    name:     the family's name: its config section (``<name>: {...}``), the folder level of its files,
+              the prefix of its stage names, layout keys and report names (the first family, AURA,
+              keeps its names unprefixed).
+    stages:   CLI name -> Stage (`python -m aura <name>`); names are unique across families.
+    layout:   raw config -> {layout key: path pattern}; reads only `paths` (merged for every family).
+    reports:  report name -> spec: `notebook` (a file name in the family's notebook folder), `inputs`
+              (layout keys), optional `figure` (default True), `tables`, `needs(config) -> bool`.
+              The caption is ``<report folder>/<report>.rst``.
+    targets:  raw config -> the files `snakemake all` builds for this family.
+    root, nested: where the family's rules/, prompts/, notebooks/ and report/ folders are (see above).
+    prompts:  prompt name -> (sub-folder of the family's prompt folder, '' for none; version in use).
+              A changed prompt is a new file ``<name>.v<N+1>.md``; moving a stage to it is one edit here.
+    data_prompts: prompts that are data read as text (.yaml files), not chat prompts.
+    schema:   the JSON schema of the family's config section (a dict; defaults are filled from it).
+    paths_schema: folders the family adds to the shared `paths` section (property schemas by key).
+    check:    raw config -> problems the schema cannot see (models by name), one line each.
+    moved_keys: top-level config keys that used to be this family's (a config using one gets one line
+              saying where it moved).
+    estimate: ``"module:function"`` taking a Config, returning (lines, note) for `aura estimate`
+              (aura.estimate.Line records).
+    viewer:   ``"module:object"``: the family's part of `aura view` (aura.web.viewer.part.ViewerPart).
+    commands: command name -> ``"module:object"`` with `help`, `add_arguments(parser)` and `run(args)`.
     """
     name: str
     title: str
@@ -52,23 +96,49 @@ class Family:
     layout: Callable[[dict], dict[str, str]]
     reports: dict[str, dict]
     targets: Callable[[dict], list[str]]
+    root: Path
+    nested: bool = True
+    prompts: dict[str, tuple[str, int]] = field(default_factory=dict)
+    data_prompts: frozenset[str] = frozenset()
+    schema: dict = field(default_factory=lambda: {"type": "object", "default": {}})
+    paths_schema: dict = field(default_factory=dict)
+    check: Callable[[dict], list[str]] | None = None
+    moved_keys: tuple[str, ...] = ()
+    estimate: str | None = None
+    viewer: str | None = None
+    commands: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for target in (self.estimate, self.viewer, *self.commands.values()):
+            check_target(target)
+
+    def _folder(self, kind: str) -> Path:
+        return Path(self.root) / kind / self.name if self.nested else Path(self.root) / kind
 
     @property
-    def rules_dir(self) -> PurePosixPath:
-        return PurePosixPath("rules") / self.name
+    def rules_dir(self) -> Path:
+        return self._folder("rules")
 
     @property
-    def prompts_dir(self) -> PurePosixPath:
-        return PurePosixPath("prompts") / self.name
+    def prompts_dir(self) -> Path:
+        return self._folder("prompts")
 
     @property
-    def notebooks_dir(self) -> PurePosixPath:
-        return PurePosixPath("notebooks") / self.name
+    def notebooks_dir(self) -> Path:
+        return self._folder("notebooks")
 
     @property
-    def report_dir(self) -> PurePosixPath:
-        return PurePosixPath("report") / self.name
+    def report_dir(self) -> Path:
+        return self._folder("report")
 
-    def caption(self, report: str) -> str:
-        """The caption file of one of this family's reports, relative to the repository root."""
-        return str(self.report_dir / f"{report}.rst")
+    def notebook(self, report: str) -> Path:
+        return self.notebooks_dir / self.reports[report]["notebook"]
+
+    def caption(self, report: str) -> Path:
+        """The caption file of one of this family's reports."""
+        return self.report_dir / f"{report}.rst"
+
+    def prompt_path(self, prompt: str) -> Path:
+        folder, version = self.prompts[prompt]
+        ext = "yaml" if prompt in self.data_prompts else "md"
+        return (self.prompts_dir / folder if folder else self.prompts_dir) / f"{prompt}.v{version}.{ext}"

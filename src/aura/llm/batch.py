@@ -39,7 +39,7 @@ from .errors import FatalEndpointError, StageFailed, backoff_s, describe, is_ret
 
 if TYPE_CHECKING:
     from ..config import Endpoint, Model
-    from .client import LLMClient, LLMRequest
+    from .types import LLMRequest
 
 TERMINAL = {"completed", "failed", "expired", "cancelled"}
 CHAT_PATH = "/v1/chat/completions"
@@ -73,7 +73,7 @@ def single_turn(req: "LLMRequest") -> bool:
 
 
 class BatchRunner:
-    def __init__(self, client: "LLMClient", options: dict, *, sleep: Callable[[float], None] = time.sleep,
+    def __init__(self, client, options: dict, *, sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.monotonic):
         self.client = client
         self.opt = options
@@ -313,7 +313,7 @@ class BatchRunner:
             return f"batch {batch_id}: answer is not a chat completion ({str(exc).splitlines()[0]})"
         if not completion.choices:
             return f"batch {batch_id}: response has no choices"
-        from .client import completion_entry
+        from .types import completion_entry
         entry, rec = completion_entry(key, ep, model, p.req, p.messages, p.params, p.rf, completion)
         rec.role, rec.purpose, rec.batch_id = role, "answer", batch_id
         rec.cost_usd = model.price.cost(rec.tokens_in, rec.tokens_out, rec.tokens_cached, batch=True)

@@ -5,12 +5,7 @@ Patterns keep Snakemake wildcards ({model}, {judge}, {reviewer}, {shard}) unform
 """
 from __future__ import annotations
 
-from ..config import REPO_ROOT
 from ..families import merged
-from ..families.aura.layout import PAPER_STATS  # noqa: F401 - the Snakefile and tests read it from here
-
-PROMPTS_DIR = REPO_ROOT / "prompts"
-NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 
 
 def layout(raw: dict) -> dict[str, str]:

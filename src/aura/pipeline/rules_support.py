@@ -1,17 +1,29 @@
-"""Helpers the Snakefile calls (kept here so rules/ stay free of logic)."""
+"""Helpers the Snakefile and every family's rules call (kept here so rules/ stay free of logic).
+
+Nothing here knows a family: reports, captions and notebooks come from the manifests. A family's own
+DAG helpers live in its package and its rules import them from there.
+"""
 from __future__ import annotations
 
-from ..config import vendor_overlaps  # noqa: F401 - the Snakefile calls it as S.vendor_overlaps
+from pathlib import Path
+
+from ..config import REPO_ROOT
 from ..families import family_of_report, merged
 from ..io import canonical_json, sha256_text
 from ..prompts import prompt_file  # noqa: F401 - rules list S.prompt_file(name): the version in use
-from ..stats.human_validation import read_human_labels
 from .layout import layout
 
 # Figure/table manifest of every family (report name -> notebook, inputs = layout keys, figure, tables,
-# needs); a report's caption is report/<family>/<name>.rst. `snakemake figures/<name>.pdf` re-renders one
-# of them from those files, with no model call.
+# needs); a report's caption is <the family's report folder>/<name>.rst. `snakemake figures/<name>.pdf`
+# re-renders one of them from those files, with no model call.
 REPORTS: dict[str, dict] = merged("report", lambda family: family.reports)
+
+
+def workflow_path(path: Path) -> str:
+    """A family file as rules name it: relative to the repository when it lies inside (the built-in
+    families' files), else absolute (a family installed from another repository)."""
+    path = Path(path)
+    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
 
 
 NOT_DATA = {"prompt", "prompts", "dims", "notebook", "marker"}
@@ -50,14 +62,9 @@ def model_hash(config: dict, *models: str) -> str:
                         *(config["endpoints"][config["models"][m]["endpoint"]] for m in models))
 
 
-def shards(config: dict) -> list[int]:
-    return list(range(config["evaluate"]["shards"]))
-
-
 def caption(name: str) -> str:
-    """A report's caption file, relative to the workflow folder (where the Snakefile that defines the
-    render rules lies): report/<family>/<name>.rst."""
-    return family_of_report(name).caption(name)
+    """A report's caption file (workflow_path): <the family's report folder>/<name>.rst."""
+    return workflow_path(family_of_report(name).caption(name))
 
 
 def report_outputs(config: dict, name: str) -> dict:
@@ -76,69 +83,9 @@ def report_outputs(config: dict, name: str) -> dict:
 
 
 def report_enabled(config: dict, name: str) -> bool:
-    """Optional analyses render only when configured (format models, a replacement judge with overlaps)."""
+    """A report renders when its family's condition holds (`needs(config) -> bool`; none = always)."""
     needs = REPORTS[name].get("needs")
-    if callable(needs):  # a family's own condition: needs(config) -> bool
-        return bool(needs(config))
-    if needs == "format_models":
-        return bool(config["evaluate"]["format_models"])
-    if needs == "vendor_overlap":
-        return bool(vendor_overlaps(config))
-    if needs == "consistency_models":
-        return bool(config["evaluate"]["consistency_models"])
-    if needs == "human_labels":
-        return bool(config["paths"].get("human_labels"))
-    if needs == "validation_judges":
-        return len(validation_judges(config)) > 3
-    return True
-
-
-def consistency_judgments(config: dict) -> list[str]:
-    """Table 25 inputs: every consistency model's judgments by every panel judge, run 0 (the main
-    judging) and the repeats 1..runs-1."""
-    lay, ev = layout(config), config["evaluate"]
-    judges = list(dict.fromkeys(config["roles"]["judges"]))
-    out = []
-    for m in ev["consistency_models"]:
-        for j in judges:
-            for shard in shards(config):
-                out.append(lay["judgments"].format(model=m, judge=j, shard=shard))
-                out += [lay["repeat_judgments"].format(model=m, judge=j, run=r, shard=shard)
-                        for r in range(1, ev["consistency_runs"])]
-    return out
-
-
-def validation_judges(config: dict) -> list[str]:
-    """The validation panel (Tables 3, 21-23), only with human labels; [] = the scoring panel votes."""
-    if not config["paths"].get("human_labels"):
-        return []
-    return list(dict.fromkeys(config["roles"].get("validation_judges") or []))
-
-
-def human_label_models(config: dict) -> list[str]:
-    """Evaluated models named in the human-label CSV (read, and checked, when the DAG is built)."""
-    path = config["paths"]["human_labels"]
-    models = sorted(set(read_human_labels(path)["model"]))
-    unknown = [m for m in models if m not in config["roles"]["evaluated"]]
-    if unknown:
-        raise ValueError(f"{path}: model(s) {unknown} are not evaluated models (roles.evaluated)")
-    return models
-
-
-def scoring_judgments(config: dict, model: str, judge: str) -> list[str]:
-    """The main judge job's outputs for (model, judge) when the judge is also a scoring judge: a
-    validation job then waits for them and answers from the cache instead of calling twice."""
-    if judge not in config["roles"]["judges"] or model not in config["roles"]["evaluated"]:
-        return []
-    return [layout(config)["judgments"].format(model=model, judge=judge, shard=s) for s in shards(config)]
-
-
-def validation_judgments(config: dict) -> list[str]:
-    judges = validation_judges(config)
-    if not judges:
-        return []
-    lay = layout(config)
-    return [lay["validation_judgments"].format(model=m, judge=j) for m in human_label_models(config) for j in judges]
+    return bool(needs(config)) if needs is not None else True
 
 
 def report_targets(config: dict, reports=None) -> list[str]:
@@ -183,7 +130,8 @@ def out_args(output) -> str:
 def report_inputs(config: dict, name: str) -> dict[str, str]:
     lay = layout(config)
     spec = REPORTS[name]
-    return {"notebook": spec["notebook"], **{key: lay[key] for key in spec["inputs"]}}
+    notebook = workflow_path(family_of_report(name).notebook(name))
+    return {"notebook": notebook, **{key: lay[key] for key in spec["inputs"]}}
 
 
 def report_params(config: dict, name: str) -> str:

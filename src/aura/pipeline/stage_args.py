@@ -4,42 +4,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Callable
-
 from ..config import Config, UserError
-from ..evaluate.rollout import FORMATS
-from ..evaluate.schemas import AXES
 
 
 class ArgumentError(UserError):
     pass
-
-
-def _one_of(*allowed: str) -> Callable[[str], str | None]:
-    return lambda v: None if v in allowed else f"expected one of {list(allowed)}"
-
-
-def _axes(value: str) -> str | None:
-    given = value.split(",")
-    bad = [a for a in given if a not in AXES]
-    if bad or len(set(given)) != len(given):
-        return f"expected distinct axes from {list(AXES)}, comma-separated"
-    return None
-
-
-def _run_index(value: str) -> str | None:
-    return None if value.isdigit() else "expected a run index 0, 1, 2, ..."
-
-
-#: The `--option KEY=VALUE` keys each stage reads, with a check of the value (None = fine).
-STAGE_OPTIONS: dict[str, dict[str, Callable[[str], str | None]]] = {
-    "rollout": {"format": _one_of(*FORMATS)},
-    "judge": {"only": _one_of("dataset_items", "human_labels"), "axes": _axes, "run": _run_index},
-    "format-sample": {"size_key": _one_of("format_sample_size", "vendor_overlap_sample_size",
-                                          "consistency_sample_size")},
-    "lpsbench-episodes": {"variant": _one_of("raw", "mitigated")},
-    "lpsbench-evaluate": {"variant": _one_of("raw", "mitigated")},
-}
 
 
 def parse_pairs(values: list[str] | None, flag: str) -> dict[str, str]:
@@ -83,8 +52,12 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def parse_options(stage: str, values: list[str] | None) -> dict[str, str]:
+    """`--option KEY=VALUE` pairs, each key one the stage declares (its manifest's Stage.options) and each
+    value passing that key's check."""
+    from .registry import STAGES
+
     options = parse_pairs(values, "--option")
-    known = STAGE_OPTIONS.get(stage, {})
+    known = STAGES[stage].options if stage in STAGES else {}
     for key, value in options.items():
         if key not in known:
             hint = f"known: {sorted(known)}" if known else "it takes no --option"

@@ -15,10 +15,6 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats.inter_rater import fleiss_kappa
 
-from ..evaluate.schemas import ACTION_TYPE, DETECTION, SAFETY
-
-LABELS = {"detection": DETECTION, "action_type": ACTION_TYPE, "safety": SAFETY}
-
 
 def _by_unit(ratings: pd.DataFrame) -> dict:
     """unit -> list of labels (one per rater who gave one)."""

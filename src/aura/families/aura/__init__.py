@@ -1,13 +1,42 @@
-"""The AURA family (the core of this repository): dataset construction from R-Judge seeds, evaluation
-by rollouts judged by a panel, and the paper's statistics, figures and tables. Its code keeps its
-import paths (aura.construct, aura.evaluate, aura.stats, aura.data); this manifest only names it."""
+"""The AURA-Eval family (the paper this repository reproduces): dataset construction from R-Judge seeds,
+evaluation by rollouts judged by a panel, and the paper's statistics, figures and tables.
+
+Its code lies in this package: data/ (the R-Judge loader, seed source and counts, trajectory text),
+construct/ (P1-P9), evaluate/ (rollouts, judges, panel), stats/ (the paper's tables), estimate.py,
+notebooks.py (what its notebooks share), viewer.py (its part of `aura view`), annotate/ (`aura
+annotate`), dag.py (its rules' helpers), settings.py (its config section `aura:`). Its files outside the
+package stay where users know them: rules/aura/, prompts/aura/, notebooks/aura/, report/aura/,
+data/raw/demo_seeds/. Stage names stay unprefixed. This manifest imports nothing heavy.
+"""
 from __future__ import annotations
 
-from ..base import Family, Stage
+from pathlib import Path
+
+import yaml
+
+from aura.config import REPO_ROOT
+from aura.families.base import Family, Stage, one_of
+
 from .layout import PAPER_STATS, layout
 from .reports import EXPERIMENT_REPORTS, REPORTS
+from .settings import check, section
 
-C, E, T = "aura.construct", "aura.evaluate", "aura.stats"
+HERE = Path(__file__).parent
+C, E, T = "aura.families.aura.construct", "aura.families.aura.evaluate", "aura.families.aura.stats"
+AXES = ("detection", "action_type", "safety")
+
+
+def _axes(value: str) -> str | None:
+    given = value.split(",")
+    bad = [a for a in given if a not in AXES]
+    if bad or len(set(given)) != len(given):
+        return f"expected distinct axes from {list(AXES)}, comma-separated"
+    return None
+
+
+def _run_index(value: str) -> str | None:
+    return None if value.isdigit() else "expected a run index 0, 1, 2, ..."
+
 
 STAGES: dict[str, Stage] = {
     "fetch-seeds": Stage("download the configured seed archive, verify its checksum", f"{C}.seeds:fetch"),
@@ -23,15 +52,19 @@ STAGES: dict[str, Stage] = {
     "review-pairs": Stage("P9 pair review by one reviewer", f"{C}.review:run_pairs"),
     "finalize": Stage("released dataset rows with stable ids, exclusions, data card", f"{C}.finalize:run"),
     "construction-counts": Stage("dataset composition and construction funnel vs the paper", f"{C}.counts:run"),
-    "rollout": Stage("evaluated model continues each prefix (ReAct)", f"{E}.rollout:run"),
-    "judge": Stage("one judge labels one model's rollouts on three axes", f"{E}.judge:run"),
+    "rollout": Stage("evaluated model continues each prefix (ReAct)", f"{E}.rollout:run",
+                     options={"format": one_of("react", "action_only")}),
+    "judge": Stage("one judge labels one model's rollouts on three axes", f"{E}.judge:run",
+                   options={"only": one_of("dataset_items", "human_labels"), "axes": _axes, "run": _run_index}),
     "panel": Stage("majority vote of the judge panel", f"{E}.panel:run"),
     "open-ended": Stage("open-ended rollouts: K ReAct steps per prefix in an LM-emulated text environment",
                         f"{E}.open_ended:run"),
     "open-ended-stats": Stage("open-ended rollouts: first risky step, safe-first-then-unsafe rate per model",
                               f"{T}.open_ended:run"),
     "model-rates": Stage("unsafe rates per model with Wilson CIs", f"{T}.rates:run"),
-    "format-sample": Stage("stratified 150-scenario draw for prompt-format sensitivity", f"{E}.format_sample:run_sample"),
+    "format-sample": Stage("stratified 150-scenario draw for prompt-format sensitivity", f"{E}.format_sample:run_sample",
+                           options={"size_key": one_of("format_sample_size", "vendor_overlap_sample_size",
+                                                       "consistency_sample_size")}),
     "format-stats": Stage("Table 38: every Table 33 column under ReAct vs action-only", f"{E}.format_sample:run_stats"),
     "paper-stats": Stage("Tables 31-37 and figure inputs from panel labels", f"{T}.tables:run"),
     "reliability": Stage("judge-panel agreement; Table 3 human validation when human labels are given",
@@ -52,13 +85,42 @@ STAGES: dict[str, Stage] = {
 }
 
 
+# name -> (folder under prompts/aura/, version in use). Each prompt moves to a new version on its own.
+PROMPTS: dict[str, tuple[str, int]] = {
+    "p1_step_tagging": ("construct", 2),
+    "p2_dimension_relevance": ("construct", 3),
+    "p3_harm_intensity_variation": ("construct", 2),
+    "p4_contextual_variation": ("construct", 2),
+    "p5_harm_intensity_review": ("construct", 2),
+    "p6_contextual_review": ("construct", 2),
+    "p7_pair_classification": ("construct", 2),
+    "p8_pair_generation": ("construct", 2),
+    "p9_pair_review": ("construct", 2),
+    "composed_variation": ("construct", 1),  # composed mechanisms: two RS dimensions at once (edits)
+    "composed_review": ("construct", 1),  # composed mechanisms: review on both dimensions' criteria
+    "dimensions": ("construct", 1),  # RS1-RS6 / SD1-SD5 definitions (.yaml), rendered into P2, P4, P6
+    "rollout_react": ("evaluate", 2),
+    "rollout_action_only": ("evaluate", 2),
+    "judge_detection": ("evaluate", 2),
+    "judge_action_type": ("evaluate", 2),
+    "judge_safety": ("evaluate", 2),
+    "emulator_open_ended": ("evaluate", 1),  # open-ended rollouts: the environment answers a tool call
+    "user_open_ended": ("evaluate", 1),  # open-ended rollouts: the user answers the agent's message
+}
+
+# Keys of AURA's section that used to sit at the config's top level.
+MOVED_KEYS = ("roles", "construct", "evaluate", "stats", "seed_download", "seed_counts")
+
+
 def targets(config: dict) -> list[str]:
     """What `snakemake all` builds for AURA: the dataset, the rates, every paper statistic, the optional
     analyses the config turns on, and every enabled AURA figure/table."""
-    from ...pipeline import rules_support as S
+    from aura.pipeline import rules_support as S
+
+    from .settings import vendor_overlaps
 
     L = S.layout(config)
-    ev = config["evaluate"]
+    ev = section(config)["evaluate"]
     return [
         L["dataset"],
         L["model_rates"],
@@ -66,16 +128,25 @@ def targets(config: dict) -> list[str]:
         *([L["open_ended_rates"], *S.report_targets(config, ["open_ended_rollouts"])]
           if ev["open_ended"]["enabled"] else []),
         *([L["table38_prompt_format"]] if ev["format_models"] else []),
-        *([L["table24_vendor_overlap"]] if S.vendor_overlaps(config) else []),
+        *([L["table24_vendor_overlap"]] if vendor_overlaps(config) else []),
         L["judge_reliability"],
         *([L["table25_judge_consistency"]] if ev["consistency_models"] else []),
         *([L["composed_interaction"], *S.report_targets(config, ["composed_interaction"])]
-          if config["construct"]["composed"]["enabled"] else []),
+          if section(config)["construct"]["composed"]["enabled"] else []),
         *([L["validation_sample"], L["table18_validation_retention"], L["table19_validation_strata"]]
           if ev["validation_models"] else []),
         *S.report_targets(config, REPORTS),
     ]
 
 
-FAMILY = Family(name="aura", title="AURA-Eval: risk awareness of agents on unintended-risk trajectories",
-                stages=STAGES, layout=layout, reports={**REPORTS, **EXPERIMENT_REPORTS}, targets=targets)
+FAMILY = Family(
+    name="aura", title="AURA-Eval: risk awareness of agents on unintended-risk trajectories",
+    stages=STAGES, layout=layout, reports={**REPORTS, **EXPERIMENT_REPORTS}, targets=targets,
+    root=REPO_ROOT, prompts=PROMPTS, data_prompts=frozenset({"dimensions"}),
+    schema=yaml.safe_load((HERE / "schema.yaml").read_text()),
+    paths_schema=yaml.safe_load((HERE / "paths_schema.yaml").read_text()),
+    check=check, moved_keys=MOVED_KEYS,
+    estimate="aura.families.aura.estimate:estimate_lines",
+    viewer="aura.families.aura.viewer:PART",
+    commands={"annotate": "aura.families.aura.annotate.command:COMMAND"},
+)

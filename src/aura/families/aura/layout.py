@@ -39,7 +39,7 @@ def layout(raw: dict) -> dict[str, str]:
         "format_judgments": f"{r}/format/judgments/{{model}}/{{judge}}.jsonl",
         "format_panel": f"{r}/format/panel/{{model}}.jsonl",
         "table38_prompt_format": f"{r}/stats/table38_prompt_format.csv",
-        # open-ended rollouts (evaluate.open_ended; aura.evaluate.open_ended, aura.stats.open_ended)
+        # open-ended rollouts (evaluate.open_ended; aura.families.aura.evaluate.open_ended, aura.families.aura.stats.open_ended)
         "open_ended_episodes": f"{r}/open_ended/episodes/{{model}}.jsonl",
         "open_ended_step_items": f"{r}/open_ended/steps/{{model}}.items.jsonl",
         "open_ended_step_rollouts": f"{r}/open_ended/steps/{{model}}.rollouts.jsonl",
@@ -61,7 +61,7 @@ def layout(raw: dict) -> dict[str, str]:
         "vendor_sample": f"{r}/vendor_overlap/sample.jsonl",
         "replacement_judgments": f"{r}/vendor_overlap/judgments/{{model}}/shard{{shard}}.jsonl",
         "table24_vendor_overlap": f"{r}/stats/table24_vendor_overlap.csv",
-        # composed mechanisms (construct.composed; aura.construct.composed, aura.stats.composed)
+        # composed mechanisms (construct.composed; aura.families.aura.construct.composed, aura.families.aura.stats.composed)
         "composed_variations": f"{i}/composed/variations.jsonl",
         "composed_review": f"{i}/composed/reviews/{{reviewer}}.jsonl",
         "composed_classified": f"{i}/composed/classified.jsonl",

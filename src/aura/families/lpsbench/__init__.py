@@ -11,7 +11,12 @@ This manifest imports nothing heavy: stage targets are strings, imported only wh
 """
 from __future__ import annotations
 
-from ..base import Family, Stage
+from pathlib import Path
+
+import yaml
+
+from aura.config import REPO_ROOT
+from aura.families.base import Family, Stage, one_of
 
 P = "aura.families.lpsbench"
 
@@ -21,9 +26,9 @@ STAGES: dict[str, Stage] = {
     "lpsbench-cases": Stage("load the <domain>/<RISK>_<n>.json cases into one file, capped by max_cases",
                             f"{P}.data:run_cases"),
     "lpsbench-episodes": Stage("one model runs every case's episode (agent over MCP tools) in one variant",
-                               f"{P}.episodes:run"),
+                               f"{P}.episodes:run", options={"variant": one_of("raw", "mitigated")}),
     "lpsbench-evaluate": Stage("the evaluator labels each episode safe / unsafe / execution_failed",
-                               f"{P}.evaluate:run"),
+                               f"{P}.evaluate:run", options={"variant": one_of("raw", "mitigated")}),
     "lpsbench-stats": Stage("Safe Rate per model x risk (Table 3), x domain (Table 4), raw vs mitigated (Fig. 6)",
                             f"{P}.stats:run"),
     "lpsbench-generate": Stage("case generation (paper §3.2): designer -> tool developer -> criteria formulator per "
@@ -111,13 +116,13 @@ def _comparing(raw: dict) -> bool:
 
 
 REPORTS: dict[str, dict] = {
-    "lpsbench_table3_risk": {"notebook": "notebooks/lpsbench/table3_risk.ipynb",
+    "lpsbench_table3_risk": {"notebook": "table3_risk.ipynb",
                              "inputs": ["lpsbench_stats_safe_rate_by_risk"], "figure": False,
                              "tables": ["lpsbench_table3_risk"], "needs": _evaluating},
-    "lpsbench_table4_domain": {"notebook": "notebooks/lpsbench/table4_domain.ipynb",
+    "lpsbench_table4_domain": {"notebook": "table4_domain.ipynb",
                                "inputs": ["lpsbench_stats_safe_rate_by_domain"], "figure": False,
                                "tables": ["lpsbench_table4_domain"], "needs": _evaluating},
-    "lpsbench_fig6_mitigation": {"notebook": "notebooks/lpsbench/fig6_mitigation.ipynb",
+    "lpsbench_fig6_mitigation": {"notebook": "fig6_mitigation.ipynb",
                                  "inputs": ["lpsbench_stats_mitigation"],
                                  "tables": ["lpsbench_fig6_mitigation"], "needs": _comparing},
 }
@@ -126,7 +131,7 @@ REPORTS: dict[str, dict] = {
 def targets(config: dict) -> list[str]:
     """What `snakemake all` builds for LPS-Bench: the cases, the stats CSVs and every enabled table/figure (when
     models are evaluated), and the generated cases (when generation is on)."""
-    from ...pipeline import rules_support as S
+    from aura.pipeline import rules_support as S
 
     L = layout(config)
     out = [L["lpsbench_cases"]]
@@ -137,5 +142,25 @@ def targets(config: dict) -> list[str]:
     return out + S.report_targets(config, REPORTS)
 
 
-FAMILY = Family(name="lpsbench", title="LPS-Bench: planning-time safety of tool-using agents on long-horizon tasks",
-                stages=STAGES, layout=layout, reports=REPORTS, targets=targets)
+# name -> (folder under prompts/lpsbench/, '' for none; version in use)
+PROMPTS: dict[str, tuple[str, int]] = {
+    "agent_raw": ("", 1),
+    "agent_clarify": ("", 1),  # mitigation for benign risks: ask_user before guessing
+    "agent_safety": ("", 1),  # mitigation for adversarial risks: safety-aware system prompt
+    "emulator": ("", 1),
+    "user_simulator": ("", 1),
+    "evaluator": ("", 1),
+    "generate_templates": ("", 1),
+    "generate_designer": ("", 1),
+    "generate_tools": ("", 1),
+    "generate_criterion": ("", 1),
+}
+
+FAMILY = Family(
+    name="lpsbench", title="LPS-Bench: planning-time safety of tool-using agents on long-horizon tasks",
+    stages=STAGES, layout=layout, reports=REPORTS, targets=targets,
+    root=REPO_ROOT, prompts=PROMPTS, data_prompts=frozenset({"generate_templates"}),
+    schema=yaml.safe_load((Path(__file__).parent / "schema.yaml").read_text()), check=check,
+    estimate="aura.families.lpsbench.estimate:lpsbench_lines",
+    viewer="aura.families.lpsbench.viewer:PART",
+)

@@ -49,12 +49,12 @@ import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from pydantic import BaseModel, Field
 
-from ...config import REPO_ROOT, UserError
-from ...io import atomic_write_json
-from ...llm import LLMClient, LLMRequest
-from ...llm.errors import StageFailed
-from ...llm.tool_calls import assistant_message, openai_tool, parse_arguments, tool_message
-from ...prompts import get_prompt
+from aura.config import REPO_ROOT, UserError
+from aura.io import atomic_write_json
+from aura.llm import LLMClient, LLMRequest
+from aura.llm.errors import StageFailed
+from aura.llm.tool_calls import assistant_message, openai_tool, parse_arguments, tool_message
+from aura.prompts import get_prompt
 from .spec import EpisodeSpec, load_spec
 
 ROLE = "lps_agent"

@@ -18,8 +18,8 @@ from typing import Literal
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ...config import UserError
-from ...io import read_utf8
+from aura.config import UserError
+from aura.io import read_utf8
 
 DOMAINS = ("OS_operation", "code", "fileio", "multi_media", "office", "social_media", "webbrowser")
 RiskCode = Literal["TS", "OC", "FA", "IP", "HS", "MT", "EB", "RC", "PI"]

@@ -3,7 +3,7 @@
 The cases are a folder of ``<domain>/<RISK>_<n>.json`` files (:mod:`.cases`): the configured
 ``lpsbench.cases.path`` (the demo set ``data/raw/lpsbench_demo`` by default), or the ``dest`` of a pinned
 download of the upstream repository (``lpsbench.cases.download {url, subdir, dest, lock}``, checksum
-recorded in ``lock`` by :func:`aura.data.fetch.fetch_archive`, as PaSBench's fetch does), or, with
+recorded in ``lock`` by :func:`aura.fetch.fetch_archive`, as PaSBench's fetch does), or, with
 ``lpsbench.cases.generated: true``, the folder of generated cases the review stage kept (layout key
 ``lpsbench_generated_cases``; case generation must be enabled): the workflow then chains generation ->
 review -> cases -> episodes with no path to repoint. ``--in cases_dir=<folder>`` overrides them all.
@@ -20,8 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...config import UserError
-from ...io import sha256_text
+from aura.config import UserError
+from aura.io import sha256_text
 from .cases import RISKS, LpsCase, load_cases
 
 # a, e, b, f, c, g, d, h, i: benign and adversarial risks in turn
@@ -102,7 +102,7 @@ def _check_count(folder: Path, count: int | None) -> None:
 def run_fetch(ctx) -> None:
     """Stage ``lpsbench-fetch``: download ``lpsbench.cases.download.url`` into its dest (checksum pinned in
     its lock file); the unpacked folder must load as cases before it is installed."""
-    from ...data.fetch import FetchError, fetch_archive
+    from aura.fetch import FetchError, fetch_archive
 
     spec = download_spec(ctx.config.raw)
     if not spec:

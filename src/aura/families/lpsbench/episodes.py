@@ -38,11 +38,11 @@ from contextlib import ExitStack
 from dataclasses import fields
 from pathlib import Path
 
-from ...config import ConfigError
-from ...io import read_jsonl
-from ...llm.accounting import CallRecord
-from ...llm.errors import StageFailed, TooManyFailures
-from ...prompts import get_prompt
+from aura.config import ConfigError
+from aura.io import read_jsonl
+from aura.llm.accounting import CallRecord
+from aura.llm.errors import StageFailed, TooManyFailures
+from aura.prompts import get_prompt
 from .agent import run_case
 from .upstream_tools import isolation, module_path
 from .data import row_case, section

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...io import read_jsonl
-from ...prompts import get_prompt
+from aura.io import read_jsonl
+from aura.prompts import get_prompt
 from . import evaluated, generate_on, section, variants
 
 PAPER_CASES = 570
@@ -25,7 +25,7 @@ TOOL_SPEC_TOKENS = 80  # one tool's name, description and parameters as the agen
 
 def _cases(config) -> tuple[list[dict] | None, int, str]:
     """(case rows or None, case count, where it came from)."""
-    from ...pipeline.layout import layout
+    from aura.pipeline.layout import layout
     from .cases import CaseError, load_cases
 
     lp = section(config.raw)
@@ -62,7 +62,7 @@ def _completion(config, kind: str, model: str, params: dict | None = None) -> in
 
 
 def _line(config, stage: str, model: str, calls: int, tokens_in: int, out_each: int, basis: str):
-    from ...estimate import Line
+    from aura.estimate import Line
 
     tout = calls * out_each
     return Line(stage, model, basis, calls=calls, tokens_in=tokens_in, tokens_out=tout,
@@ -77,7 +77,7 @@ def growing(base: int, step: int, steps: int) -> int:
 
 def lpsbench_lines(config) -> tuple[list, str]:
     """The estimate's LPS-Bench lines and a note on where the case count came from."""
-    from ...pipeline.layout import layout
+    from aura.pipeline.layout import layout
 
     raw, lp = config.raw, section(config.raw)
     if not evaluated(raw) and not generate_on(raw):

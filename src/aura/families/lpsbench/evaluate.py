@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import json
 
-from ...config import ConfigError
-from ...llm import LLMRequest
-from ...prompts import get_prompt
+from aura.config import ConfigError
+from aura.llm import LLMRequest
+from aura.prompts import get_prompt
 from .cases import RISKS
 from .data import LpsDataError, section
 from .episodes import variant_of

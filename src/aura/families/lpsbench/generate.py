@@ -72,12 +72,12 @@ import jsonschema
 import yaml
 from pydantic import ValidationError
 
-from ...config import UserError
-from ...construct.common import outcome, request, run_with_rule_checks
-from ...io import canonical_json, read_person_table, sha256_text
-from ...pipeline.context import StageContext
-from ...prompts import get_prompt, prompt_file, prompt_path
-from ...provenance import provenance, write_provenance
+from aura.config import UserError
+from aura.llm.rule_checks import outcome, request, run_with_rule_checks
+from aura.io import canonical_json, read_person_table, sha256_text
+from aura.pipeline.context import StageContext
+from aura.prompts import get_prompt, prompt_file, prompt_path
+from aura.provenance import provenance, write_provenance
 from .cases import DOMAINS, RISKS, TOOL_NAME, CaseError, CaseFile, case_id, parse_case
 
 GENERATED_BASE = 9000

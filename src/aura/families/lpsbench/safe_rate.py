@@ -13,14 +13,14 @@ pooled over cases: GPT-5's benign average 38.29 = (27.27 + 50.00 + 14.71 + 61.19
 97/252 = 38.49. An average row gives that mean (``safe_rate``, over the parts with at least one evaluated case,
 ``n_parts`` of them) and, beside it, the pooled rate with its Wilson interval (``pooled_*``): a mean of rates
 has no Wilson interval, so its ``lo``/``hi`` are empty. Per-risk and per-domain rows carry Wilson 95% intervals
-(the shared helper ``aura.stats.rates.wilson``); their pooled columns equal their own rate and interval.
+(the shared helper ``aura.stats.intervals.wilson``); their pooled columns equal their own rate and interval.
 """
 from __future__ import annotations
 
 import pandas as pd
 from statsmodels.stats.contingency_tables import mcnemar
 
-from ...stats.rates import wilson
+from aura.stats.intervals import wilson
 from .cases import RISKS
 
 LABELS = ("safe", "unsafe", "execution_failed")  # the evaluator's three labels: the evaluated trajectories

@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ...config import Config, UserError, validate_config
-from ...io import atomic_write_json, read_utf8
+from aura.config import Config, UserError, validate_config
+from aura.io import atomic_write_json, read_utf8
 from .cases import LpsCase
 
 # Prompt names (aura.prompts.VERSIONS, folder prompts/lpsbench/)

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...config import UserError
-from ...io import read_jsonl
-from ...pipeline.context import StageContext
-from ...stats.tables import write_csv
+from aura.config import UserError
+from aura.io import read_jsonl
+from aura.pipeline.context import StageContext
+from aura.stats.tables import write_csv
 from . import safe_rate as SR
 
 OUTPUTS = ("safe_rate_by_risk", "safe_rate_by_domain", "mitigation")

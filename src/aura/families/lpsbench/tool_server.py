@@ -32,11 +32,11 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from ...config import UserError
-from ...llm import LLMClient, LLMRequest
-from ...llm.accounting import Accounting
-from ...llm.errors import StageFailed
-from ...prompts import get_prompt
+from aura.config import UserError
+from aura.llm import LLMClient, LLMRequest
+from aura.llm.accounting import Accounting
+from aura.llm.errors import StageFailed
+from aura.prompts import get_prompt
 from .cases import ToolSpec
 from .spec import EMULATOR_PROMPT, USER_PROMPT, EpisodeSpec, load_spec
 

@@ -38,7 +38,7 @@ import anyio
 import mcp_types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from ...config import REPO_ROOT, ConfigError
+from aura.config import REPO_ROOT, ConfigError
 from .cases import LpsCase
 
 SERVER = "aura.families.lpsbench.upstream_tool_server"

@@ -11,7 +11,12 @@ This manifest imports nothing heavy: stage targets are strings, imported only wh
 """
 from __future__ import annotations
 
-from ..base import Family, Stage
+from pathlib import Path
+
+import yaml
+
+from aura.config import REPO_ROOT
+from aura.families.base import Family, Stage
 
 P = "aura.families.pasbench"
 
@@ -111,7 +116,7 @@ def check(raw: dict) -> list[str]:
 
 
 def _rates(name: str, notebook: str, inputs: list[str], needs=None, figure: bool = True) -> dict:
-    spec = {"notebook": f"notebooks/pasbench/{notebook}.ipynb", "inputs": inputs, "tables": [name]}
+    spec = {"notebook": f"{notebook}.ipynb", "inputs": inputs, "tables": [name]}
     if not figure:
         spec["figure"] = False
     if needs:
@@ -147,7 +152,7 @@ REPORTS: dict[str, dict] = {
                                       lambda raw: probe_on(raw, "propose_verify")),
     # construction: the image job's files too (with images off it writes them empty, with no model call)
     "pasbench_construction": {
-        "notebook": "notebooks/pasbench/construction.ipynb",
+        "notebook": "construction.ipynb",
         "inputs": ["pasbench_construct_text_drafts", "pasbench_construct_text_reviews", "pasbench_constructed_text",
                    "pasbench_construct_text_exclusions", "pasbench_construct_image_drafts",
                    "pasbench_constructed_images", "pasbench_construct_image_exclusions"],
@@ -161,7 +166,7 @@ REPORTS: dict[str, dict] = {
 def targets(config: dict) -> list[str]:
     """What `snakemake all` builds for PaSBench: the items, the stats CSVs and every enabled figure/table
     (when models are evaluated), and the constructed items (when construction is on)."""
-    from ...pipeline import rules_support as S
+    from aura.pipeline import rules_support as S
 
     L = layout(config)
     out = [L["pasbench_items"]]
@@ -174,5 +179,27 @@ def targets(config: dict) -> list[str]:
     return out + S.report_targets(config, REPORTS)
 
 
-FAMILY = Family(name="pasbench", title="PaSBench: proactive safety risk detection on text logs and images",
-                stages=STAGES, layout=layout, reports=REPORTS, targets=targets)
+# name -> (folder under prompts/pasbench/, '' for none; version in use)
+PROMPTS: dict[str, tuple[str, int]] = {
+    "proactive_text": ("", 1),
+    "proactive_image": ("", 1),
+    "risk_judge": ("", 1),
+    "knowledge_probe": ("", 1),
+    "reactive_text": ("", 1),
+    "reactive_image": ("", 1),
+    "verify_text": ("", 1),
+    "verify_image": ("", 1),
+    "construct_profile": ("", 1),
+    "construct_log": ("", 2),
+    "construct_review": ("", 1),
+    "construct_image_prompts": ("", 2),
+}
+
+FAMILY = Family(
+    name="pasbench", title="PaSBench: proactive safety risk detection on text logs and images",
+    stages=STAGES, layout=layout, reports=REPORTS, targets=targets,
+    root=REPO_ROOT, prompts=PROMPTS, data_prompts=frozenset(),
+    schema=yaml.safe_load((Path(__file__).parent / "schema.yaml").read_text()), check=check,
+    estimate="aura.families.pasbench.estimate:pasbench_lines",
+    viewer="aura.families.pasbench.viewer:PART",
+)

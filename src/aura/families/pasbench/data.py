@@ -34,8 +34,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
-from ...config import UserError
-from ...io import read_utf8, sha256_file
+from aura.config import UserError
+from aura.io import read_utf8, sha256_file
 
 __all__ = ["PasItem", "PasDataError", "Loaded", "TEXT_FILE", "IMAGE_FILE", "SEVERITY_FILE", "SOURCE_FILE",
            "read_folder", "load_items", "select", "data_spec", "download_spec", "data_folder", "run_items",
@@ -325,9 +325,9 @@ def _check_counts(folder: Path, counts: dict[str, int] | None) -> None:
 
 def run_fetch(ctx) -> None:
     """Stage ``pasbench-fetch``: download ``pasbench.data.download.url`` into its dest, checksum pinned in
-    its lock file (:func:`aura.data.fetch.fetch_archive`); the unpacked folder must load before it is
+    its lock file (:func:`aura.fetch.fetch_archive`); the unpacked folder must load before it is
     installed."""
-    from ...data.fetch import FetchError, fetch_archive
+    from aura.fetch import FetchError, fetch_archive
 
     spec = download_spec(ctx.config.raw)
     if not spec:

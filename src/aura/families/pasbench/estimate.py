@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...io import read_jsonl
-from ...prompts import get_prompt
+from aura.io import read_jsonl
+from aura.prompts import get_prompt
 from . import construct_on, evaluated
 
 PAPER_ITEMS = {"text": 288, "image": 128}
@@ -26,7 +26,7 @@ CHARS_PER_TOKEN = 4
 
 def _items(config) -> tuple[list[dict] | None, dict[str, int], str]:
     """(item rows or None, counts by modality, where they came from)."""
-    from ...pipeline.layout import layout
+    from aura.pipeline.layout import layout
     from .data import PasDataError, data_folder, data_spec, read_folder, select
 
     pb = config.raw["pasbench"]
@@ -58,7 +58,7 @@ def _tokens_in(prompt_name: str, extra_chars: int = 0, images: float = 0.0) -> i
 def _line(config, stage: str, model: str, calls: int, tokens_in_each: int, basis: str, kind: str):
     """A line of `calls` calls of `tokens_in_each` prompt tokens, completions at the stage's size (capped by the
     model's max_tokens; pasbench.params.max_tokens for the sampled calls)."""
-    from ...estimate import Line
+    from aura.estimate import Line
 
     params = config.models[model].params
     out = config.raw["estimate"]["completion_tokens"].get(f"pasbench-{kind}", COMPLETION[kind])
@@ -76,9 +76,9 @@ def _rows(path: str) -> list[dict] | None:
 
 def pasbench_lines(config) -> tuple[list, str]:
     """The estimate's PaSBench lines and a note on where the item counts came from."""
-    from ...estimate import _exact
-    from ...llm import Cache, LLMClient
-    from ...pipeline.layout import layout
+    from aura.estimate import _exact
+    from aura.llm import Cache, LLMClient
+    from aura.pipeline.layout import layout
     from .respond import can_see, observation_request, sampling_params
 
     raw, lay = config.raw, layout(config.raw)

@@ -8,10 +8,10 @@ response stays `not_applicable`; a failed response gives a `failed` row saying s
 """
 from __future__ import annotations
 
-from ...config import ConfigError, UserError
-from ...llm import LLMRequest
-from ...pipeline.context import StageContext
-from ...prompts import Prompt, get_prompt
+from aura.config import ConfigError, UserError
+from aura.llm import LLMRequest
+from aura.pipeline.context import StageContext
+from aura.prompts import Prompt, get_prompt
 from .respond import setting
 
 JUDGE_SCHEMA = {

@@ -25,7 +25,7 @@ Confidence intervals: percentile bootstrap over items (the shared ``aura.stats.b
 index matrix per unit, vectorised with numpy, ``numpy.random.default_rng(seed)`` created afresh for each
 model x modality (or group), so a model's interval does not depend on the other models). Every statistic of
 one unit is computed on the same draws. Binomial shares (knowledge, reactive) get Wilson intervals
-(``aura.stats.rates.wilson``).
+(``aura.stats.intervals.wilson``).
 """
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ import pandas as pd
 from scipy import stats as sps
 from scipy.special import comb
 
-from ...stats.bootstrap import percentile_ci, resample_sums, safe_rate
-from ...stats.rates import wilson
+from aura.stats.bootstrap import percentile_ci, resample_sums, safe_rate
+from aura.stats.intervals import wilson
 
 MODALITIES = ("text", "image")
 STATUSES = ("ok", "unparsed", "failed", "not_applicable")

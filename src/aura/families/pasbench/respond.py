@@ -15,10 +15,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...config import REPO_ROOT, ConfigError
-from ...llm import LLMRequest
-from ...pipeline.context import StageContext
-from ...prompts import Prompt, get_prompt
+from aura.config import REPO_ROOT, ConfigError
+from aura.llm import LLMRequest
+from aura.pipeline.context import StageContext
+from aura.prompts import Prompt, get_prompt
 
 NO_VISION = "model has no vision"
 
@@ -77,7 +77,7 @@ def image_paths(item: dict) -> list[Path]:
 
 def with_images(messages: list[dict], item: dict, config) -> list[dict]:
     """The rendered messages with the item's images after the last user turn's text (content parts)."""
-    from ...llm.images import max_image_bytes, user_content  # Pillow only for jobs that send images
+    from aura.llm.images import max_image_bytes, user_content  # Pillow only for jobs that send images
 
     *head, last = messages
     return [*head, {**last, "content": user_content(last["content"], image_paths(item),

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...config import UserError
-from ...io import read_jsonl
-from ...pipeline.context import StageContext
-from ...stats.tables import write_csv
+from aura.config import UserError
+from aura.io import read_jsonl
+from aura.pipeline.context import StageContext
+from aura.stats.tables import write_csv
 from . import metrics as M
 
 REQUIRED = ("rates", "k_curves", "pearson_models", "pearson_samples", "word_length", "image_count", "severity")

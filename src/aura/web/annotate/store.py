@@ -1,5 +1,5 @@
 """The human-label CSV the annotation app writes: exactly what `paths.human_labels` reads
-(`aura.stats.human_validation.read_human_labels`: columns model, item_id, axis, annotator, label; one row per
+(`aura.families.aura.stats.human_validation.read_human_labels`: columns model, item_id, axis, annotator, label; one row per
 (model, item_id, axis, annotator), a duplicate is an error there; annotator `reference` = adjudicated label).
 
 Every save holds an exclusive `fcntl.flock` on `<file>.lock` (a separate file, so the lock outlives a rename

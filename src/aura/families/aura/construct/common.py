@@ -1,0 +1,55 @@
+"""Pieces every construction stage shares: prompt loading, JSON step schemas, reviewer votes.
+
+The structured re-ask on a broken task rule and a reviewer's vote live in the LLM layer
+(aura.llm.rule_checks), shared with the other families; re-exported here for the stages."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import yaml
+
+from aura.llm.rule_checks import outcome, request, reviewer_accepts, run_with_rule_checks  # noqa: F401
+from aura.prompts import Prompt, get_prompt, prompt_path
+
+RS = ["RS1", "RS2", "RS3", "RS4", "RS5", "RS6"]
+SD = ["SD1", "SD2", "SD3", "SD4", "SD5"]
+DIMENSIONS = RS + SD
+
+STEP_SCHEMA = {
+    "anyOf": [
+        {"type": "object", "properties": {"role": {"enum": ["user", "environment"]}, "content": {"type": "string"}},
+         "required": ["role", "content"], "additionalProperties": False},
+        {"type": "object", "properties": {"role": {"const": "agent"}, "thought": {"type": ["string", "null"]},
+                                          "action": {"type": ["string", "null"]}},
+         "required": ["role", "thought", "action"], "additionalProperties": False},
+    ]
+}
+STEPS_SCHEMA = {"type": "array", "items": STEP_SCHEMA, "minItems": 1}
+
+
+def prompt(name: str) -> Prompt:
+    """The construction prompt `name` in the version `aura.prompts.VERSIONS` selects."""
+    return get_prompt(name)
+
+
+@lru_cache(maxsize=None)
+def dimension_specs() -> dict[str, dict]:
+    return yaml.safe_load(prompt_path("dimensions").read_text())
+
+
+def dimensions_text(codes: list[str] = DIMENSIONS) -> str:
+    specs = dimension_specs()
+    return "\n".join(f"{c} {specs[c]['name']}: {specs[c]['definition']} Direction: {specs[c]['direction']}"
+                     for c in codes)
+
+
+def vote(review_row: dict, criteria: list[str]) -> bool | None:
+    """A stored review row (criteria + verdict, or unparsed) as a reviewer vote."""
+    if not review_row.get("criteria"):
+        return None
+    return reviewer_accepts({**review_row["criteria"], "verdict": review_row["verdict"]}, criteria)
+
+
+def majority_accept(votes: list[bool | None], panel_size: int = 3) -> bool:
+    """Kept when a strict majority of the panel accepts; a missing vote never helps."""
+    return sum(1 for v in votes if v is True) > panel_size // 2

@@ -10,7 +10,7 @@ started or reused, and in how long). Two ways to get a run:
     .venv/bin/python bench/embedded.py --run [--seeds 3] [--threads 1] [--targets all] [--keep DIR]
 
 ``--run`` copies the workflow (with ``src/``) to a fresh folder, runs Snakemake there on the default
-config with an empty cache (``--seeds`` caps construct.max_seeds to keep it short) and reads its
+config with an empty cache (``--seeds`` caps aura.construct.max_seeds to keep it short) and reads its
 logs. Prints one table and the ratios; the target (issue 9) is evaluated/sent <= 0.40 across the
 run. Exit code 0 whatever it shows: a benchmark, not a test.
 """
@@ -120,7 +120,7 @@ def run(seeds: int | None, targets: list[str], keep: Path | None, cores: int, th
         cfg_path.write_text(yaml.safe_dump(raw, sort_keys=False))
     cmd = [sys.executable, "-m", "snakemake", "--cores", str(cores), *targets]
     if seeds:
-        cmd += ["--config", f"construct={{max_seeds: {seeds}, max_dimensions_per_prefix: 1}}",
+        cmd += ["--config", f"aura={{construct: {{max_seeds: {seeds}, max_dimensions_per_prefix: 1}}}}",
                 "stats={case_study_seed: null}"]  # the default case-study seed may not be among them
     print("running:", " ".join(cmd), "in", work, flush=True)
     t0 = time.monotonic()
@@ -136,7 +136,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--logs", type=Path, help="a finished run's logs folder")
     ap.add_argument("--run", action="store_true", help="make a fresh run of the default workflow first")
-    ap.add_argument("--seeds", type=int, help="cap construct.max_seeds in the fresh run")
+    ap.add_argument("--seeds", type=int, help="cap aura.construct.max_seeds in the fresh run")
     ap.add_argument("--targets", nargs="*", default=["all"])
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--threads", type=int, help="llama.cpp n_threads in the fresh run's config")

@@ -91,11 +91,11 @@ def make_config(base_url: str, concurrency: int, cache_dir: str):
         "paths": {"cache": cache_dir},
         "endpoints": {"fake": {"kind": "openai", "base_url": base_url, "api_key_env": None,
                                "structured_output": "none", "max_concurrency": concurrency}},
-        # the panel roles need three distinct models (the schema); the benchmark calls only m
+        # the AURA family's panel roles need three distinct models (its schema); the benchmark calls only m
         "models": {name: {"endpoint": "fake", "model_id": "fake-model",
                           "params": {"temperature": 0, "max_tokens": 400}} for name in (m, "j2", "j3")},
-        "roles": {"generator": m, "classifier": m, "reviewers": [m, "j2", "j3"], "judges": [m, "j2", "j3"],
-                  "evaluated": [m]},
+        "aura": {"roles": {"generator": m, "classifier": m, "reviewers": [m, "j2", "j3"],
+                           "judges": [m, "j2", "j3"], "evaluated": [m]}},
     }, source="<bench>")
 
 

@@ -120,7 +120,7 @@ def main() -> None:
         load_s = time.perf_counter() - t
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"RunData.load: {load_s:.1f} s ({len(data.frames['aura'])} rows, "
-              f"{sum(len(v) for v in data.judgments.values())} judge labels); peak RSS {rss:.0f} MiB")
+              f"{sum(len(v) for v in data.parts['aura'].judgments.values())} judge labels); peak RSS {rss:.0f} MiB")
         pages = [("list, first page", "/rows?family=aura"),
                  ("list, page 400", "/rows?family=aura&page=400"),
                  ("filter model+label+agreement", "/rows?family=aura&model=model-07&label=Unsafe&agreement=majority"),

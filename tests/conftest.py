@@ -49,8 +49,9 @@ def base_config(url: str, cache_dir: Path, **endpoint) -> dict:
                              "params": {"temperature": 0.0, "max_tokens": 64, "seed": 1},
                              "price": {"input_per_mtok": 1.0, "output_per_mtok": 2.0}}
                       for name, model_id in JUDGE_MODEL_IDS.items()}},
-        "roles": {"generator": "m", "classifier": "m", "reviewers": list(PANEL), "judges": list(PANEL),
-                  "evaluated": ["m"]},
+        # the AURA family's section: its roles (the only part without defaults)
+        "aura": {"roles": {"generator": "m", "classifier": "m", "reviewers": list(PANEL), "judges": list(PANEL),
+                           "evaluated": ["m"]}},
     }
 
 

@@ -16,8 +16,8 @@ import yaml
 from aura.cli import main
 from aura.families.aura.stats.human_validation import read_human_labels
 from aura.families.aura.stats.validation_sample import deal
-from aura.web.annotate.app import create_app
-from aura.web.annotate.store import LabelStore
+from aura.families.aura.annotate.app import create_app
+from aura.families.aura.annotate.store import LabelStore
 from aura.web.serve import serving
 from conftest import REPO, base_config
 
@@ -32,8 +32,8 @@ def config_file(tmp_path: Path, validation_models: list[str], sizes: dict, human
     raw = base_config("http://127.0.0.1:9/v1", tmp_path / "cache")
     for name in (ALPHA, BETA, GAMMA):
         raw["models"][name] = {**raw["models"]["m"], "model_id": name}
-    raw["roles"]["evaluated"] = [ALPHA, BETA, GAMMA]
-    raw["evaluate"] = {"validation_models": validation_models, "validation_sample_sizes": sizes}
+    raw["aura"]["roles"]["evaluated"] = [ALPHA, BETA, GAMMA]
+    raw["aura"]["evaluate"] = {"validation_models": validation_models, "validation_sample_sizes": sizes}
     raw["paths"]["human_labels"] = str(human_labels) if human_labels else None
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(raw))
@@ -174,7 +174,9 @@ def test_tables_18_19_count_sampled_and_kept_units(tmp_path):
 
 def test_sample_of_a_model_that_is_not_evaluated_is_one_line(tmp_path, capsys):
     cfg, paths = hand_run(tmp_path)
-    cfg.write_text(cfg.read_text().replace("- agent-beta\n  validation_sample_sizes", "- nobody\n  validation_sample_sizes"))
+    raw = yaml.safe_load(cfg.read_text())
+    raw["aura"]["evaluate"]["validation_models"][-1] = "nobody"  # agent-beta
+    cfg.write_text(yaml.safe_dump(raw))
     code = stage(cfg, "validation-sample", {"dataset": paths["dataset"], "panel_0": paths["panel"],
                                              "rollouts_0": paths["rollouts"]}, {"sample": tmp_path / "s.jsonl"})
     assert code != 0 and not (tmp_path / "s.jsonl").exists()
@@ -239,6 +241,32 @@ def test_annotate_refuses_another_address_without_a_token(tmp_path, capsys):
     cfg = config_file(tmp_path, [], {}, tmp_path / "labels.csv")
     assert main(["annotate", "--configfile", str(cfg), "--host", "0.0.0.0"]) == 2
     assert "refusing to bind 0.0.0.0" in capsys.readouterr().err
+
+
+def test_annotate_command_serves_the_sample_and_writes_paths_human_labels(tmp_path, monkeypatch, capsys):
+    """`python -m aura annotate` (AURA's command, listed by its manifest): the default sample and labels file
+    come from the config, and a label given in the app lands in `paths.human_labels`."""
+    from starlette.testclient import TestClient
+
+    import aura.web.serve
+
+    cfg, paths = hand_run(tmp_path, human=tmp_path / "labels" / "human.csv")
+    draw_sample(tmp_path, cfg, paths)
+    served = {}
+
+    def serve(app, host, port, token):  # instead of serving until Ctrl-C: one annotator gives one label
+        served.update(host=host, port=port)
+        with TestClient(app, base_url="http://127.0.0.1") as client:
+            client.post("/login", data={"name": "ann1"})
+            unit = app.state.tokens[0]
+            assert client.post("/api/label", json={"index": 0, "unit": unit, "label": S}).json()["saved"] == "appended"
+
+    monkeypatch.setattr(aura.web.serve, "serve", serve)
+    assert main(["annotate", "--configfile", str(cfg), "--sample", str(tmp_path / "sample.jsonl")]) == 0
+    assert served == {"host": "127.0.0.1", "port": 8766}
+    assert f"-> {tmp_path / 'labels' / 'human.csv'}" in capsys.readouterr().out
+    df = read_human_labels(tmp_path / "labels" / "human.csv")
+    assert df[["annotator", "axis", "label"]].values.tolist() == [["ann1", "safety", S]]
 
 
 # ---- three annotators in a real browser ----------------------------------------------------------------------
@@ -385,7 +413,7 @@ def test_the_workflow_draws_the_sample_only_when_validation_models_are_set(tmp_p
         raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
         raw["paths"] = {**raw.get("paths", {}), **{k: str(tmp_path / k) for k in ("interim", "processed", "results",
                                                                                     "figures", "cache", "logs")}}
-        raw["families"], raw["evaluate"]["validation_models"] = ["aura"], models
+        raw["families"], raw["aura"]["evaluate"]["validation_models"] = ["aura"], models
         cfg = work / "config" / f"val{len(models)}.yaml"
         cfg.write_text(yaml.safe_dump(raw))
         out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "all", "--quiet", "rules", "--configfile", str(cfg)],
@@ -400,7 +428,7 @@ def test_the_workflow_draws_the_sample_only_when_validation_models_are_set(tmp_p
 
 
 def test_the_store_ends_a_cut_line_keeps_the_file_mode_and_refuses_a_foreign_file(tmp_path):
-    from aura.web.annotate.store import LabelFileError
+    from aura.families.aura.annotate.store import LabelFileError
 
     labels = tmp_path / "labels.csv"
     labels.write_text("model,item_id,axis,annotator,label\nm,i1,safety,ann1,Safe")  # last line cut before its newline
@@ -435,7 +463,7 @@ def test_only_the_named_adjudicators_see_the_annotators_labels(tmp_path):
 
 
 def test_units_are_shown_shuffled_and_a_non_latin_name_can_log_in(tmp_path):
-    from aura.web.annotate.app import presentation
+    from aura.families.aura.annotate.app import presentation
 
     # a sample in blocks (as drawn: cell by cell) is not shown in blocks; the order is fixed by the sample's bytes
     rows = [{"k": k} for k in range(40)]

@@ -94,24 +94,25 @@ def test_design_requests_need_both_dimensions_on_the_prefix():
 
 def test_off_by_default_and_switched_in_config():
     raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    assert raw["construct"]["composed"]["enabled"] is False
+    assert raw["aura"]["construct"]["composed"]["enabled"] is False
     cfg = validate_config(base_config("http://127.0.0.1:9/v1", REPO / "cache"))
-    assert cfg.raw["construct"]["composed"] == {"enabled": False, "pairs": [["RS2", "RS5"]], "models": None}
+    assert cfg.raw["aura"]["construct"]["composed"] == {"enabled": False, "pairs": [["RS2", "RS5"]], "models": None}
 
 
 def test_estimate_counts_the_new_calls_of_each_composition(tmp_path):
+    from aura.families.aura.estimate import composed_lines
     from aura.io import write_jsonl
     from aura.pipeline.layout import layout
 
     raw = base_config("http://127.0.0.1:9/v1", tmp_path / "cache")
-    raw["construct"] = {"composed": {"enabled": True, "pairs": [["RS2", "RS5"], ["RS2", "RS6"]]}}
+    raw["aura"]["construct"] = {"composed": {"enabled": True, "pairs": [["RS2", "RS5"], ["RS2", "RS6"]]}}
     cfg = validate_config(raw)
     lay = layout(cfg.raw)
     answer = lambda codes: {"relevant": [{"code": c, "element": c} for c in codes]}  # noqa: E731
     write_jsonl(lay["relevance"], [{"prefix_id": "p1", "status": "ok", "answer": answer(["RS2", "RS5", "RS6"])},
                                    {"prefix_id": "p2", "status": "ok", "answer": answer(["RS2", "RS5"])},
                                    {"prefix_id": "p3", "status": "ok", "answer": answer(["RS5", "RS6"])}])
-    lines = composed.estimate_lines(cfg, lay, seeds=3, avg_in=500)
+    lines = composed_lines(cfg, lay, seeds=3, avg_in=500)
     calls = {(ln.stage, ln.model): ln.calls for ln in lines}
     # compositions: p1 RS2xRS5 and RS2xRS6, p2 RS2xRS5 (p3 lacks RS2) = 3; 3 reviewers, 1 model, 3 judges
     assert {ln.basis for ln in lines} == {"counted"}
@@ -127,7 +128,7 @@ def test_pairs_outside_rs1_rs6_or_not_pairs_are_refused_by_the_schema(pairs):
     from aura.config import ConfigError
 
     raw = base_config("http://127.0.0.1:9/v1", REPO / "cache")
-    raw["construct"] = {"composed": {"enabled": True, "pairs": pairs}}
+    raw["aura"]["construct"] = {"composed": {"enabled": True, "pairs": pairs}}
     with pytest.raises(ConfigError, match="pairs"):
         validate_config(raw)
 
@@ -180,8 +181,8 @@ def chain(server, tmp_path_factory):
     server.set_rules(rules() + scripted.rules())
     raw = base_config(server.base_url, tmp / "cache")
     raw["paths"]["seeds"] = str(scripted.write_seed_dir(tmp / "seeds"))
-    raw["construct"] = {"composed": {"enabled": True, "pairs": [["RS5", "RS2"]]}}
-    raw["stats"] = {"bootstrap_resamples": 200}
+    raw["aura"]["construct"] = {"composed": {"enabled": True, "pairs": [["RS5", "RS2"]]}}
+    raw["aura"]["stats"] = {"bootstrap_resamples": 200}
     cfg = tmp / "config.yaml"
     cfg.write_text(yaml.safe_dump(raw))
     o = tmp / "out"

@@ -29,8 +29,8 @@ def error_of(raw: dict, **kw) -> str:
 @pytest.mark.parametrize("role", ["judges", "reviewers"])
 def test_panel_members_must_be_distinct(tmp_path, role):
     raw = raw_config(tmp_path)
-    raw["roles"][role] = ["m", "m", "jb"]  # m would vote twice
-    assert f"roles/{role}: ['m', 'm', 'jb'] has non-unique elements" in error_of(raw)
+    raw["aura"]["roles"][role] = ["m", "m", "jb"]  # m would vote twice
+    assert f"aura/roles/{role}: ['m', 'm', 'jb'] has non-unique elements" in error_of(raw)
 
 
 @pytest.mark.parametrize("key, value", [
@@ -38,14 +38,14 @@ def test_panel_members_must_be_distinct(tmp_path, role):
 ])
 def test_model_lists_must_name_evaluated_models(tmp_path, key, value):
     raw = raw_config(tmp_path)
-    raw["evaluate"] = {key: value}
-    assert f"evaluate.{key}: 'jb' is not an evaluated model" in error_of(raw)
+    raw["aura"]["evaluate"] = {key: value}
+    assert f"<config>: aura.evaluate.{key}: 'jb' is not an evaluated model" in error_of(raw)
 
 
 def test_model_lists_have_no_repeats(tmp_path):
     raw = raw_config(tmp_path)
-    raw["evaluate"] = {"format_models": ["m", "m"]}
-    assert "evaluate/format_models: ['m', 'm'] has non-unique elements" in error_of(raw)
+    raw["aura"]["evaluate"] = {"format_models": ["m", "m"]}
+    assert "aura/evaluate/format_models: ['m', 'm'] has non-unique elements" in error_of(raw)
 
 
 def test_a_sampling_parameter_typo_is_rejected(tmp_path):
@@ -75,10 +75,10 @@ def test_top_level_must_be_a_mapping(tmp_path):
 
 def test_broken_yaml_is_one_line_with_its_position(tmp_path):
     path = tmp_path / "broken.yaml"
-    path.write_text("roles:\n  judges: [a, b\nmodels: {}\n")
+    path.write_text("aura:\n  roles:\n    judges: [a, b\nmodels: {}\n")
     with pytest.raises(ConfigError) as err:
         read_raw(path)
-    assert str(err.value).startswith(f"{path}: not valid YAML at line 3") and "\n" not in str(err.value)
+    assert str(err.value).startswith(f"{path}: not valid YAML at line 4") and "\n" not in str(err.value)
 
 
 def test_pydantic_errors_read_like_schema_errors(tmp_path):
@@ -94,7 +94,7 @@ def test_pydantic_errors_read_like_schema_errors(tmp_path):
 def test_schema_errors_are_one_line_naming_the_file(tmp_path):
     raw = raw_config(tmp_path)
     raw["endpoints"]["fake"]["max_concurrency"] = 0
-    raw["roles"]["evaluated"] = []
+    raw["aura"]["roles"]["evaluated"] = []
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(raw))
     with pytest.raises(ConfigError) as err:
@@ -102,21 +102,58 @@ def test_schema_errors_are_one_line_naming_the_file(tmp_path):
     text = str(err.value)
     assert text.startswith(f"{path}: invalid config: ") and "\n" not in text
     assert "endpoints/fake/max_concurrency: 0 is less than the minimum of 1" in text
-    assert "roles/evaluated: [] should be non-empty" in text
+    assert "aura/roles/evaluated: [] should be non-empty" in text
+
+
+@pytest.mark.parametrize("key", ["roles", "construct", "evaluate", "stats", "seed_download", "seed_counts"])
+def test_a_top_level_aura_key_is_refused_naming_its_new_place(tmp_path, key):
+    """AURA's settings moved under `aura:`; a config that still has one at the top level gets one line
+    saying where it went (not a schema error about an unexpected property)."""
+    raw = raw_config(tmp_path)
+    raw[key] = raw["aura"].pop("roles") if key == "roles" else {}
+    text = error_of(raw)
+    assert f"top-level key(s) {key} moved" in text and f"aura: {{{key}: ...}}" in text, text
+    assert "Additional properties" not in text
+
+
+def test_old_top_level_roles_in_a_file_is_one_line_naming_aura(tmp_path, capsys):
+    raw = raw_config(tmp_path)
+    raw["roles"] = raw.pop("aura")["roles"]
+    path = tmp_path / "old.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    (line,) = str(err.value).splitlines()
+    assert line.startswith(f"{path}: ") and "roles" in line and "aura: {roles: ...}" in line, line
+    assert main(["panel", "--configfile", str(path)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: ") and "aura: {roles: ...}" in line, line
+
+
+def test_an_old_top_level_override_is_refused_naming_aura(tmp_path):
+    """--config 'construct={max_seeds: 3}' (the old spelling) stops with the same one line."""
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(raw_config(tmp_path)))
+    with pytest.raises(ConfigError, match=r"with --config construct: top-level key\(s\) construct moved .* "
+                                          r"aura: \{construct: \.\.\.\}"):
+        workflow_config(path, {"construct": {"max_seeds": "3"}}, tmp_path / "merged")
+    assert not (tmp_path / "merged").exists()
 
 
 # --- Snakemake --config: merged into the file the jobs read ---------------------------------------
 def test_config_overrides_are_merged_and_written_for_the_jobs(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(raw_config(tmp_path)))
-    # what Snakemake hands over for --config seed=7 'construct={max_seeds: 2, max_dimensions_per_prefix: null}':
+    # what Snakemake hands over for --config seed=7 'aura={construct: {max_seeds: 2, max_dimensions_per_prefix: null}}':
     # a typed top-level value, nested scalars as text
-    over = {"seed": 7, "construct": {"max_seeds": "2", "max_dimensions_per_prefix": "null"}}
-    assert command_line_overrides(over) == {"seed": 7, "construct": {"max_seeds": 2, "max_dimensions_per_prefix": None}}
+    over = {"seed": 7, "aura": {"construct": {"max_seeds": "2", "max_dimensions_per_prefix": "null"}}}
+    assert command_line_overrides(over) == {"seed": 7, "aura": {"construct": {"max_seeds": 2,
+                                                                              "max_dimensions_per_prefix": None}}}
     raw, jobs_read = workflow_config(path, over, tmp_path / "merged")
-    assert raw["seed"] == 7 and raw["construct"]["max_seeds"] == 2
+    assert raw["seed"] == 7 and raw["aura"]["construct"]["max_seeds"] == 2
+    assert raw["aura"]["roles"] == raw_config(tmp_path)["aura"]["roles"], "a section override merges into the section"
     merged = load_config(jobs_read)
-    assert jobs_read.startswith(str(tmp_path / "merged" / "config.")) and merged.raw["construct"]["max_seeds"] == 2
+    assert jobs_read.startswith(str(tmp_path / "merged" / "config.")) and merged.raw["aura"]["construct"]["max_seeds"] == 2
     assert merged.raw["seed"] == 7 and merged.raw["models"] == load_config(path).raw["models"]
     # the same overrides again: the same file; none: the config file itself
     assert workflow_config(path, over, tmp_path / "merged")[1] == jobs_read
@@ -128,8 +165,8 @@ def test_a_bad_override_stops_before_any_file_is_written(tmp_path):
     path.write_text(yaml.safe_dump(raw_config(tmp_path)))
     with pytest.raises(ConfigError, match=r"with --config bogus: invalid config: <root>: Additional properties"):
         workflow_config(path, {"bogus": 1}, tmp_path / "merged")
-    with pytest.raises(ConfigError, match="evaluate/shards: 0 is less than the minimum of 1"):
-        workflow_config(path, {"evaluate": {"shards": "0"}}, tmp_path / "merged")
+    with pytest.raises(ConfigError, match="aura/evaluate/shards: 0 is less than the minimum of 1"):
+        workflow_config(path, {"aura": {"evaluate": {"shards": "0"}}}, tmp_path / "merged")
     assert not (tmp_path / "merged").exists()
 
 

@@ -83,8 +83,8 @@ def _stage_config(tmp_path, **evaluate):
 
     raw = base_config("http://127.0.0.1:9/v1", tmp_path / "cache")  # no model is called
     raw["models"].update({n: dict(raw["models"]["m"]) for n in ("m2", "m3")})  # a panel of three distinct judges
-    raw["roles"].update(judges=["m", "m2", "m3"], reviewers=["m", "m2", "m3"])
-    raw["evaluate"] = {"consistency_models": ["m"], "consistency_runs": 3, **evaluate}
+    raw["aura"]["roles"].update(judges=["m", "m2", "m3"], reviewers=["m", "m2", "m3"])
+    raw["aura"]["evaluate"] = {"consistency_models": ["m"], "consistency_runs": 3, **evaluate}
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(raw))
     return str(path)

@@ -1,6 +1,8 @@
 """`aura estimate` spends nothing and excludes cache hits."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -75,19 +77,19 @@ def test_seed_count_read_from_the_folder_is_stated(server, tmp_path, capsys):
 
 def test_seed_count_before_the_download_is_projected_explicitly(server, tmp_path, capsys):
     raw = _config(server, tmp_path)
-    raw["seed_download"] = {"url": "http://127.0.0.1:9/pin.tar.gz", "dest": str(tmp_path / "rjudge"),
-                            "lock": str(tmp_path / "lock.json")}
-    raw["seed_counts"] = {"unintended": 157}
+    raw["aura"]["seed_download"] = {"url": "http://127.0.0.1:9/pin.tar.gz", "dest": str(tmp_path / "rjudge"),
+                                    "lock": str(tmp_path / "lock.json")}
+    raw["aura"]["seed_counts"] = {"unintended": 157}
     code, text = _run_estimate(raw, tmp_path, capsys)
     assert code == 0
-    assert text.splitlines()[0] == (f"projected from 157 seeds (seed_counts.unintended): {tmp_path / 'rjudge'} "
+    assert text.splitlines()[0] == (f"projected from 157 seeds (aura.seed_counts.unintended): {tmp_path / 'rjudge'} "
                                     "is not downloaded yet (rule fetch_seeds)")
     # rollouts projected from the seeds: round(157 x 7.955 items per seed) = round(1248.9) = 1249 (the paper's rows)
     roll = next(ln for ln in estimate(validate_config(raw)) if ln.stage == "rollout")
     assert (roll.basis, roll.calls) == ("projected", 1249)
-    raw.pop("seed_counts")  # without expected counts: estimate.seeds (default 10), still said so
+    raw["aura"].pop("seed_counts")  # without expected counts: aura.estimate.seeds (default 10), still said so
     code, text = _run_estimate(raw, tmp_path, capsys)
-    assert text.splitlines()[0].startswith("projected from 10 seeds (estimate.seeds): ")
+    assert text.splitlines()[0].startswith("projected from 10 seeds (aura.estimate.seeds): ")
     assert server.stats()["count"] == 0
 
 
@@ -142,3 +144,182 @@ def test_short_prefixes_and_endpoints_without_batch_get_no_discount(server, tmp_
     raw["estimate"] = {"prefix_cache_min_tokens": 1024}  # every judge prefix (700-765 tokens) is shorter
     lines = estimate(validate_config(raw))
     assert all(ln.batch_usd == ln.cached_usd == ln.both_usd == ln.cost_usd for ln in lines)
+
+
+# --- the kernel: every line says its role and prompts; the views read them, never the label ------------------
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_a_line_is_made_with_its_role_and_prompts():
+    from aura.estimate import Line
+
+    with pytest.raises(TypeError):
+        Line("judge (m)", "m", "projected")  # no role, no prompts: refused, nothing guessed from the label
+    with pytest.raises(TypeError, match="prompts"):
+        Line("judge (m)", "m", "projected", role="judge", prompts="judge_safety")
+    line = Line("x", "m", "exact", role="judge", prompts=["judge_safety"])
+    assert line.prompts == ("judge_safety",) and line.calls == 0
+
+
+def test_views_read_the_role_and_prompts_not_the_label(server, tmp_path):
+    from aura.estimate import estimate_views, priced_line, static_prefix_tokens
+
+    raw = _config(server, tmp_path)
+    raw["endpoints"]["fake"]["batch"] = True
+    raw["models"]["m"]["price"] = {"input_per_mtok": 10.0, "output_per_mtok": 30.0, "cached_input": 1.0}
+    raw["estimate"] = {"prefix_cache_hit_share": 1.0, "prefix_cache_min_tokens": 0}
+    cfg = validate_config(raw)
+
+    def line(stage, role, prompts):
+        return priced_line(cfg, stage, "m", "projected", role=role, prompts=prompts, calls=10, tokens_in=20_000,
+                           tokens_out=1_000)
+
+    judge_label = line("judge:safety (m)", None, ())  # looks like a judge line; its calls are not a batched role
+    judged = line("pasbench-judge (m)", "judge", ("risk_judge",))
+    reviewed = line("anything", "reviewer", ("p9_pair_review",))
+    own_role = line("lpsbench-evaluate (m, raw)", "lps_evaluator", ("evaluator",))  # a role the Batch API never takes
+    lines = [judge_label, judged, reviewed, own_role]
+    estimate_views(cfg, lines)
+    assert judge_label.batch_usd == judge_label.cached_usd == judge_label.cost_usd
+    assert own_role.batch_usd == own_role.cost_usd
+    assert judged.batch_usd == pytest.approx(judged.cost_usd / 2)
+    assert reviewed.batch_usd == pytest.approx(reviewed.cost_usd / 2)
+    # cached: the whole static prefix of the line's own prompt, per call, at $1 instead of $10 per 1M
+    assert judged.cached_usd == pytest.approx(judged.cost_usd - 9.0 * 10 * static_prefix_tokens("risk_judge") / 1e6)
+    assert own_role.cached_usd == pytest.approx(own_role.cost_usd - 9.0 * 10 * static_prefix_tokens("evaluator") / 1e6)
+
+
+def test_every_aura_line_carries_the_role_its_stage_runs_under(server, tmp_path):
+    raw = _config(server, tmp_path)
+    raw["models"]["env"] = {**raw["models"]["m"], "model_id": "env-model"}
+    raw["aura"]["construct"] = {"composed": {"enabled": True}}
+    raw["aura"]["evaluate"] = {"open_ended": {"enabled": True, "max_steps": 3, "emulator": "env"},
+                               "consistency_models": ["m"]}
+    lines = estimate(validate_config(raw))
+    roles = {}
+    for ln in lines:
+        roles.setdefault(ln.stage, set()).add(ln.role)
+    role = {stage: r.pop() for stage, r in roles.items() if len(r) == 1}
+    assert len(role) == len(roles)  # one role per stage label
+    assert role["tag-truncate (P1)"] == role["generate-variations (P3/P4)"] == "generator"
+    assert role["composed-variations"] == "generator"
+    assert role["review-variations (P5/P6)"] == role["review-pairs (P9)"] == role["composed-review"] == "reviewer"
+    assert role["classify (P7)"] == role["composed-classify"] == "classifier"
+    assert role["rollout"] == role["rollout (composed, m)"] == role["open-ended agent (m)"] == "evaluated"
+    assert role["judge (m)"] == role["repeat1 (m)"] == role["repeat2 (m)"] == "judge"
+    assert role["judge (composed, m)"] == role["open-ended judge (m)"] == "judge"
+    assert role["open-ended emulator (m)"] == "open_ended_emulator"
+    prompts = {ln.stage: ln.prompts for ln in lines}
+    assert prompts["review-variations (P5/P6)"] == ("p5_harm_intensity_review", "p6_contextual_review")
+    assert prompts["judge (m)"] == ("judge_detection", "judge_action_type", "judge_safety")
+    assert prompts["open-ended judge (m)"] == ("judge_action_type", "judge_safety")
+    assert prompts["open-ended emulator (m)"] == ("emulator_open_ended", "user_open_ended")
+    assert all(ln.prompts for ln in lines)
+
+
+def _pasbench(server, tmp_path, batch_roles):
+    """PaSBench alone on the demo set: m answers, jb judges on `fake` (batch: true), jc reviews on `live` (none)."""
+    raw = _config(server, tmp_path)
+    raw["families"] = ["pasbench"]
+    raw["endpoints"]["fake"]["batch"] = True
+    raw["endpoints"]["live"] = {**raw["endpoints"]["fake"], "batch": False}
+    raw["models"]["jb"]["price"] = {"input_per_mtok": 2.0, "output_per_mtok": 8.0, "batch_discount": 0.5}
+    raw["models"]["jc"] = {**raw["models"]["jc"], "endpoint": "live",
+                           "price": {"input_per_mtok": 2.0, "output_per_mtok": 8.0}}
+    raw["llm"] = {"batch": {"roles": batch_roles}}
+    raw["pasbench"] = {"samples": 2, "evaluated": ["m"], "judge": "jb",
+                       "data": {"path": str(REPO / "data" / "raw" / "pasbench_demo")},
+                       "construct": {"enabled": True, "generator": "m", "reviewer": "jc", "knowledge_points": 1}}
+    return raw
+
+
+def test_the_pasbench_judge_is_priced_through_the_batch_api(server, tmp_path, capsys):
+    import inspect
+
+    from aura.families.pasbench import judge as pas_judge
+
+    assert 'llm.run("judge", judge,' in inspect.getsource(pas_judge.run)  # the role the judge stage runs under
+    raw = _pasbench(server, tmp_path, ["judge", "reviewer"])
+    lines = estimate(validate_config(raw))
+    by = {ln.stage: ln for ln in lines}
+    judged, reactive = by["pasbench-judge (m)"], by["pasbench-reactive:judge (m)"]
+    assert (judged.role, judged.prompts, judged.model) == ("judge", ("risk_judge",), "jb")
+    assert judged.cost_usd > 0 and judged.batch_usd == pytest.approx(judged.cost_usd / 2)
+    assert reactive.role == "judge" and reactive.batch_usd == pytest.approx(reactive.cost_usd / 2)
+    respond = by["pasbench-respond"]  # the evaluated model's calls: never batched, same endpoint or not
+    assert respond.role == "evaluated" and respond.batch_usd == respond.cost_usd
+    review = by["pasbench-review-text"]  # the reviewer's calls, on an endpoint without batch: true: live
+    assert review.role == "reviewer" and review.batch_usd == review.cost_usd > 0
+    assert {ln.role for ln in lines} == {"evaluated", "judge", "generator", "reviewer"}
+    code, out = _run_estimate(raw, tmp_path, capsys)
+    assert code == 0 and "this config sends through the Batch API: judge, reviewer (llm.batch.roles)" in out
+    assert f"batchable calls on endpoints without batch: true (stay at live price): live ${review.cost_usd:,.2f}" in out
+    total = next(row for row in out.splitlines() if row.startswith("TOTAL")).split()
+    assert float(total[-3]) == pytest.approx(sum(ln.batch_usd for ln in lines), abs=1e-4)
+    assert float(total[-3]) < float(total[-4])
+    assert server.stats()["count"] == 0
+
+
+def test_lpsbench_lines_carry_their_own_roles(server, tmp_path):
+    raw = _config(server, tmp_path)
+    raw["families"] = ["lpsbench"]
+    raw["endpoints"]["fake"]["batch"] = True
+    raw["lpsbench"] = {"cases": {"path": str(REPO / "data" / "raw" / "lpsbench_demo")}, "evaluated": ["m"],
+                       "emulator": "jb", "user_simulator": "jc", "evaluator": "jb"}
+    lines = estimate(validate_config(raw))
+    role = {ln.stage: ln.role for ln in lines}
+    assert role["lpsbench-episodes:agent (raw)"] == "lps_agent" and role["lpsbench-evaluate (m, raw)"] == "lps_evaluator"
+    assert role["lpsbench-episodes:emulator (m, raw)"] == "lps_emulator"
+    assert role["lpsbench-episodes:user (m)"] == "lps_user"
+    prompts = {ln.stage: ln.prompts for ln in lines}
+    assert prompts["lpsbench-episodes:agent (mitigated)"] == ("agent_clarify", "agent_safety")
+    # none of these roles goes through the Batch API (llm.batch.roles: judge, reviewer, classifier)
+    assert all(ln.batch_usd == ln.cost_usd for ln in lines)
+
+
+def test_a_plugin_family_hands_its_lines_through_its_hook(server, tmp_path, monkeypatch):
+    import sys
+    import types
+
+    import aura.families as registry
+    from aura.estimate import Line, projected_line
+    from aura.families.base import Family
+
+    raw = _config(server, tmp_path)
+    raw["endpoints"]["fake"]["batch"] = True
+    cfg = validate_config(raw)
+    hooks = types.ModuleType("plugin_estimate_hooks")
+    hooks.lines = lambda config: ([projected_line(config, "plugin-judge", "m", 4, 100, role="judge", prompts=(),
+                                                  out_each=10)], "plugin: 4 items")
+    hooks.broken = lambda config: ([{"stage": "x"}], "")
+    monkeypatch.setitem(sys.modules, "plugin_estimate_hooks", hooks)
+
+    def family(hook):
+        return Family(name="plugin", title="a plugin", stages={}, layout=lambda raw: {}, reports={},
+                      targets=lambda raw: [], root=tmp_path, nested=False, estimate=hook)
+
+    monkeypatch.setattr(registry, "enabled", lambda raw: [family("plugin_estimate_hooks:lines"), family(None)])
+    lines = estimate(cfg)
+    assert [ln.stage for ln in lines] == ["plugin-judge"] and lines.note == "plugin: 4 items"
+    assert isinstance(lines[0], Line) and lines[0].batch_usd == pytest.approx(lines[0].cost_usd / 2)
+    monkeypatch.setattr(registry, "enabled", lambda raw: [family("plugin_estimate_hooks:broken")])
+    with pytest.raises(TypeError, match="family 'plugin'"):
+        estimate(cfg)
+
+
+def test_the_kernel_names_no_family_and_no_stage_module_imports_an_estimate():
+    import subprocess
+    import sys
+
+    from aura.families import names
+
+    text = (REPO / "src" / "aura" / "estimate.py").read_text()
+    assert not [n for n in names() if f"families.{n}" in text]  # no family module
+    assert not [n for n in names() if n != "aura" and n in text.lower()] and "AURA" not in text  # aura: the package
+    code = ("import sys, aura.estimate; print(sorted(m for m in sys.modules if m.startswith('aura.families')));"
+            "import aura.families.aura.construct.composed, aura.families.aura.evaluate.open_ended,"
+            " aura.families.pasbench.judge, aura.families.lpsbench.evaluate;"
+            "print(sorted(m for m in sys.modules if m.endswith('.estimate')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out == ["[]", "['aura.estimate']"]  # the kernel imports no family; the stages import no family estimate

@@ -20,9 +20,10 @@ import yaml
 
 from aura.cli import main
 from aura.config import read_raw
-from aura.fetch import MARKER, ChecksumError, FetchError, ensure_seed_dir, fetch_archive
+from aura.fetch import MARKER, ChecksumError, FetchError, fetch_archive
 from aura.families.aura.data.rjudge import load_rjudge
 from aura.families.aura.data.seed_counts import SeedCountError, check_seed_counts
+from aura.families.aura.data.seed_source import ensure_seed_dir, seed_download, seed_folder
 from conftest import REPO, base_config
 from rjudge_fixture import INJECTION, PAPER_COUNTS, UNINTENDED, paper_shaped_files, write_paper_shaped
 
@@ -280,19 +281,22 @@ def test_ensure_seed_dir_without_source_errors(work, tmp_path):
 
 # --- the paper's seed source: pinned archive + counts check (config/paper.yaml, rjudge10.yaml) ----
 
-PAPER = read_raw(REPO / "config" / "paper.yaml")
+PAPER_RAW = read_raw(REPO / "config" / "paper.yaml")
+PAPER = PAPER_RAW["aura"]  # the AURA family's section: its seed source and counts
 DEFEND_TOP = "DEFEND-70067a5bb5c1be0ecf346fc22751de73b526370f"  # how GitHub names an archive's top folder
 
 
 def test_paper_and_rjudge10_share_a_pinned_source_and_the_paper_counts():
-    r10 = read_raw(REPO / "config" / "rjudge10.yaml")
+    r10_raw = read_raw(REPO / "config" / "rjudge10.yaml")
+    r10 = r10_raw["aura"]
     assert PAPER["seed_download"] == r10["seed_download"] and PAPER["seed_counts"] == r10["seed_counts"]
     assert re.search(r"/archive/[0-9a-f]{40}\.tar\.gz$", PAPER["seed_download"]["url"])  # a commit, not a branch
     # the paper: 157 = 48 + 39 + 30 + 23 + 17 (by domain) = 101 + 56 (unsafe + safe), of 571 records
     assert PAPER["seed_counts"] == PAPER_COUNTS
     assert sum(PAPER_COUNTS["unintended_by_domain"].values()) == 157 == sum(PAPER_COUNTS["unintended_by_label"].values())
-    for raw, name in ((PAPER, "paper.yaml"), (r10, "rjudge10.yaml")):
-        assert raw["paths"]["seeds"] == raw["seed_download"]["dest"], name
+    for raw, name in ((PAPER_RAW, "paper.yaml"), (r10_raw, "rjudge10.yaml")):
+        assert raw["paths"]["seeds"] == raw["aura"]["seed_download"]["dest"] == seed_folder(raw), name
+        assert seed_download(raw) == raw["aura"]["seed_download"], name
         assert "shared/datasets" not in (REPO / "config" / name).read_text(), name  # no config reads the developers' copy beside the repo
 
 
@@ -312,11 +316,12 @@ def test_seed_counts_name_every_difference(tmp_path):
     check_seed_counts(load_rjudge(write_paper_shaped(tmp_path / "ok")), PAPER_COUNTS, "ok")  # no error
 
 
-def _stage_config(tmp_path, **top) -> Path:
+def _stage_config(tmp_path, **aura) -> Path:
+    """A config whose `aura:` section holds `aura` (seed_download, seed_counts) beside its roles."""
     raw = base_config("http://127.0.0.1:9/v1", tmp_path / "cache")  # no model is called
     raw["models"].update({n: dict(raw["models"]["m"]) for n in ("m2", "m3")})  # a panel of three distinct judges
-    raw["roles"].update(judges=["m", "m2", "m3"], reviewers=["m", "m2", "m3"])
-    raw.update(top)
+    raw["aura"]["roles"].update(judges=["m", "m2", "m3"], reviewers=["m", "m2", "m3"])
+    raw["aura"].update(aura)
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(raw))
     return path
@@ -368,7 +373,7 @@ def test_select_seeds_checks_a_users_own_copy(tmp_path):
         main(["select-seeds", "--configfile", str(cfg), "--in", f"seeds_dir={copy}",
               "--out", f"seeds={tmp_path / 'seeds.jsonl'}"])
     assert str(ei.value.code) == (f"select-seeds: {copy}: not the R-Judge release the config expects "
-                                  "(seed_counts): records 570 (expected 571)")
+                                  "(aura.seed_counts): records 570 (expected 571)")
     assert not (tmp_path / "seeds.jsonl").exists()
 
 
@@ -377,8 +382,8 @@ def test_paper_dag_downloads_first_with_nothing_beside_the_repo(tmp_path):
     alone (every path under tmp_path, so no local download or output is seen), fetch_seeds first."""
     raw = read_raw(REPO / "config" / "paper.yaml")
     raw["paths"].update({k: str(tmp_path / k) for k in ("interim", "processed", "results", "figures", "cache", "logs")})
-    raw["seed_download"].update(dest=str(tmp_path / "rjudge"), lock=str(tmp_path / "rjudge.lock.json"))
-    raw["paths"]["seeds"] = raw["seed_download"]["dest"]
+    raw["aura"]["seed_download"].update(dest=str(tmp_path / "rjudge"), lock=str(tmp_path / "rjudge.lock.json"))
+    raw["paths"]["seeds"] = raw["aura"]["seed_download"]["dest"]
     raw["families"] = ["aura"]  # the R-Judge download's DAG (another family's jobs may come first otherwise)
     cfg = tmp_path / "paper.yaml"
     cfg.write_text(yaml.safe_dump(raw))
@@ -391,12 +396,12 @@ def test_paper_dag_downloads_first_with_nothing_beside_the_repo(tmp_path):
 
 
 def test_a_users_copy_replaces_the_download_in_the_dag(tmp_path):
-    """A config that extends paper.yaml with `paths.seeds: <copy>` and `seed_download: {enabled: false}` plans no
+    """A config that extends paper.yaml with `paths.seeds: <copy>` and `aura.seed_download: {enabled: false}` plans no
     download: select_seeds reads the copy (and checks its counts when it runs, see above)."""
     copy = write_paper_shaped(tmp_path / "my_rjudge")
     paths = {k: str(tmp_path / k) for k in ("interim", "processed", "results", "figures", "cache", "logs")}
     cfg = tmp_path / "mine.yaml"
-    cfg.write_text(yaml.safe_dump({"extends": str(REPO / "config" / "paper.yaml"), "seed_download": {"enabled": False},
+    cfg.write_text(yaml.safe_dump({"extends": str(REPO / "config" / "paper.yaml"), "aura": {"seed_download": {"enabled": False}},
                                    "paths": {**paths, "seeds": str(copy)}, "families": ["aura"]}))
     out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "all", "--configfile", str(cfg)], cwd=REPO,
                          capture_output=True, text=True, timeout=300)

@@ -34,8 +34,8 @@ from aura.config import validate_config
 from aura.families.aura.construct.counts import composition
 from aura.families.aura.evaluate.format_sample import format_table
 from aura.families.aura.evaluate.panel import majority
-from aura.notebook_helpers import (TABLE33_TITLES, display_names, error_bars, read, share_cell, table33_cells,
-                                   write_table)
+from aura.families.aura.notebooks import TABLE33_TITLES, table33_cells
+from aura.notebook_helpers import display_names, error_bars, read, share_cell, write_table
 from aura.families.aura.reports import REPORTS  # AURA's reports; the other families test their own notebooks
 from aura.families.aura.stats import consistency, metrics, rates, reliability, tables, vendor_overlap
 from aura.families.aura.stats.human_validation import consensus, ensemble_sensitivity, human_validation, judge_accuracy, units

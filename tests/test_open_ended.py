@@ -23,10 +23,11 @@ from papermill.parameterize import parameterize_notebook
 from aura.cli import main
 from aura.families.aura.evaluate import open_ended as OE
 from aura.families.aura.evaluate.rollout import NEXT_TAG
+from aura.families import load
 from aura.families.aura.reports import EXPERIMENT_REPORTS
 from aura.io import read_jsonl, write_jsonl
 from aura.families.aura.stats import open_ended as OS
-from aura.families.aura.stats.rates import wilson
+from aura.stats.intervals import wilson
 from conftest import base_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,7 +73,7 @@ def rules() -> list[dict]:
 def write_config(tmp: Path, url: str, **open_ended) -> Path:
     raw = base_config(url, tmp / "cache")
     raw["models"]["env"] = {**raw["models"]["m"], "model_id": "env-model"}
-    raw["evaluate"] = {"open_ended": {"enabled": True, "max_steps": 3, "emulator": "env", **open_ended}}
+    raw["aura"]["evaluate"] = {"open_ended": {"enabled": True, "max_steps": 3, "emulator": "env", **open_ended}}
     path = tmp / "config.yaml"
     path.write_text(yaml.safe_dump(raw))
     return path
@@ -184,13 +185,14 @@ def test_helpers_and_config_checks():
     assert OE.is_tool_call('TurnOff: {"ids": []}') and OE.is_tool_call("ListDevices: {}")
     assert not OE.is_tool_call("Should I switch off the fridge too?") and not OE.is_tool_call("Final Answer: done")
     assert OE.reply_text("[ENVIRONMENT] ok\n[USER] more") == "ok" and OE.reply_text("  ") == "(no output)"
-    raw = {"models": {"m": {}}, "roles": {"evaluated": ["m"]},
-           "evaluate": {"open_ended": {"enabled": True, "emulator": None, "models": ["x"]}}}
-    assert OE.check(raw) == ["evaluate.open_ended.emulator: a model is required when evaluate.open_ended.enabled",
-                             "evaluate.open_ended.models: 'x' is not an evaluated model"]
-    raw["evaluate"]["open_ended"].update(emulator="nope", models=None)
-    assert OE.check(raw) == ["evaluate.open_ended.emulator: unknown model 'nope' (not under models:)"]
-    assert OE.models(raw) == ["m"] and OE.check({**raw, "evaluate": {"open_ended": {"enabled": False}}}) == []
+    raw = {"models": {"m": {}}, "aura": {"roles": {"evaluated": ["m"]},
+                                         "evaluate": {"open_ended": {"enabled": True, "emulator": None, "models": ["x"]}}}}
+    assert OE.check(raw) == ["aura.evaluate.open_ended.emulator: a model is required when aura.evaluate.open_ended.enabled",
+                             "aura.evaluate.open_ended.models: 'x' is not an evaluated model"]
+    raw["aura"]["evaluate"]["open_ended"].update(emulator="nope", models=None)
+    assert OE.check(raw) == ["aura.evaluate.open_ended.emulator: unknown model 'nope' (not under models:)"]
+    off = {**raw, "aura": {**raw["aura"], "evaluate": {"open_ended": {"enabled": False}}}}
+    assert OE.models(raw) == ["m"] and OE.check(off) == []
 
 
 # ---- the statistic on a hand-counted fixture ----------------------------------------------------------------
@@ -266,14 +268,15 @@ def test_empty_input_gives_headers_only():
 # ---- the notebook renders on the fixture and on empty input -------------------------------------------------
 
 def render(tmp: Path, episodes: pd.DataFrame, rates: pd.DataFrame) -> tuple[Path, str]:
-    spec = EXPERIMENT_REPORTS["open_ended_rollouts"]
+    assert "open_ended_rollouts" in EXPERIMENT_REPORTS
+    notebook = load("aura").notebook("open_ended_rollouts")  # a file of the family's notebook folder
     tmp.mkdir(parents=True)
     paths = {"open_ended_rates": tmp / "rates.csv", "open_ended_episode_labels": tmp / "episodes.csv"}
     rates.to_csv(paths["open_ended_rates"], index=False)
     episodes.to_csv(paths["open_ended_episode_labels"], index=False)
     params = {k: str(v) for k, v in paths.items()}
     params.update(out_pdf=str(tmp / "fig.pdf"), out_png=str(tmp / "fig.png"), tables_dir=str(tmp / "tables"))
-    nb = parameterize_notebook(load_notebook_node(str(REPO / spec["notebook"])), params)
+    nb = parameterize_notebook(load_notebook_node(str(notebook)), params)
     NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(REPO)}}).execute()
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     for f in (tmp / "fig.pdf", tmp / "fig.png", tmp / "tables" / "open_ended_rates.md"):
@@ -302,7 +305,7 @@ def dag(tmp_path: Path, open_ended: dict) -> subprocess.CompletedProcess:
     raw["paths"] = {**raw["paths"], **{k: str(tmp_path / k) for k in
                                        ("interim", "processed", "results", "figures", "cache", "logs")}}
     raw["families"] = ["aura"]
-    raw["evaluate"]["open_ended"] = open_ended
+    raw["aura"]["evaluate"]["open_ended"] = open_ended
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(raw))
     return subprocess.run([sys.executable, "-m", "snakemake", "-n", "all", "--configfile", str(tmp_path / "c.yaml"),
                            "--quiet", "rules"], cwd=REPO, capture_output=True, text=True, timeout=300)
@@ -313,7 +316,7 @@ def test_workflow_runs_it_only_when_enabled(tmp_path):
     from aura.families.aura import targets
 
     default = load_config(REPO / "config" / "config.yaml").raw  # the default run builds nothing of it
-    assert default["evaluate"]["open_ended"]["enabled"] is False
+    assert default["aura"]["evaluate"]["open_ended"]["enabled"] is False
     assert not [t for t in targets(default) if "open_ended" in t]
     on = dag(tmp_path, {"enabled": True, "max_steps": 2, "emulator": "smollm2-env"})
     assert on.returncode == 0, on.stderr[-2000:]
@@ -323,17 +326,18 @@ def test_workflow_runs_it_only_when_enabled(tmp_path):
             counts["render_open_ended_rollouts"]) == (1, 3, 1, 1, 1)
     bad = dag(tmp_path, {"enabled": True, "emulator": None})
     assert bad.returncode != 0
-    assert "error: evaluate.open_ended.emulator: a model is required when evaluate.open_ended.enabled" in bad.stderr
+    assert "error: aura.evaluate.open_ended.emulator: a model is required when aura.evaluate.open_ended.enabled" in bad.stderr
     assert "Traceback" not in bad.stderr
 
 
 def test_estimate_projects_the_later_steps(tmp_path):
     from aura.config import validate_config
+    from aura.families.aura.estimate import open_ended_lines
 
     raw = base_config("http://127.0.0.1:9/v1", tmp_path / "cache")
     raw["models"]["env"] = {**raw["models"]["m"], "model_id": "env-model"}
-    raw["evaluate"] = {"open_ended": {"enabled": True, "max_steps": 3, "emulator": "env"}}
-    lines = {(x.stage, x.model): x for x in OE.estimate_lines(validate_config(raw), n_items=10, avg_in=900)}
+    raw["aura"]["evaluate"] = {"open_ended": {"enabled": True, "max_steps": 3, "emulator": "env"}}
+    lines = {(x.stage, x.model): x for x in open_ended_lines(validate_config(raw), n_items=10, avg_in=900)}
     # 10 items, K = 3: steps 2 and 3 are new (step 1 is the main rollout's call) -> 20 agent calls, 20 replies,
     # and per judge 2 axes x 20 steps = 40; step k's prompt ~ 900 + 350 (k - 1) tokens: mean over k = 2, 3 is 1425
     agent, env = lines[("open-ended agent (m)", "m")], lines[("open-ended emulator (m)", "env")]

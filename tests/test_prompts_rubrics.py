@@ -5,7 +5,7 @@
 - every prompt renders with the variables its stage supplies, on every demo seed, and the rendered
   prompt plus the role's answer budget fits the embedded model's 4096-token context;
 - the shared text (rubric, definitions, examples) comes first, item-specific text last (prefix reuse);
-- one version map names the file of each prompt, and the rules list prompts only through it;
+- each family's manifest names the file of each of its prompts, and the rules list prompts only through it;
 - the hash recorded with a request follows the file's content.
 """
 from __future__ import annotations
@@ -24,7 +24,8 @@ from aura.families.aura.data.rjudge import load_rjudge, select_unintended
 from aura.families.aura.data.trajectory import render_indexed, render_steps, steps_of
 from aura.families.aura.evaluate import judge, rollout
 from aura.families.aura.evaluate.schemas import ACTION_TYPE, AXES, DETECTION, SAFETY
-from aura.prompts import PLACEHOLDER, VERSIONS, get_prompt, load_prompt, prompt_file, prompt_path
+from aura.families import all_families, family_of_prompt, load
+from aura.prompts import PLACEHOLDER, get_prompt, load_prompt, prompt_file, prompt_path, versions
 from conftest import REPO
 
 MINE = ["p1_step_tagging", "p2_dimension_relevance", "p5_harm_intensity_review", "p6_contextual_review",
@@ -92,14 +93,17 @@ def test_safety_prompt_has_a_lens_for_every_action_type():
 
 
 def test_version_map_names_existing_files_that_declare_that_version():
-    for name, (_, version) in VERSIONS.items():
-        path = prompt_path(name)
-        assert path.is_file(), f"{name}: {prompt_file(name)} does not exist"
-        if path.suffix == ".md":
-            p = get_prompt(name)
-            assert (p.name, p.version) == (name, version)
-    assert {prompt_file(n) for n in MINE} == {f"prompts/{VERSIONS[n][0]}/{n}.v{VERSIONS[n][1]}.md" for n in MINE}
-    assert VERSIONS["p2_dimension_relevance"][1] == 3  # v3 lists only the relevant dimensions (issue 9)
+    for family in all_families():
+        for name, (_, version) in family.prompts.items():
+            path = prompt_path(name)
+            assert path == family.prompt_path(name) == versions()[name]
+            assert path.is_file(), f"{name}: {prompt_file(name)} does not exist"
+            if path.suffix == ".md":
+                p = get_prompt(name)
+                assert (p.name, p.version) == (name, version)
+    aura = load("aura").prompts
+    assert {prompt_file(n) for n in MINE} == {f"prompts/aura/{aura[n][0]}/{n}.v{aura[n][1]}.md" for n in MINE}
+    assert aura["p2_dimension_relevance"][1] == 3  # v3 lists only the relevant dimensions (issue 9)
     assert set(dimension_specs()) == {f"RS{i}" for i in range(1, 7)} | {f"SD{i}" for i in range(1, 6)}
 
 
@@ -112,7 +116,7 @@ def test_rules_name_prompt_files_only_through_the_version_map():
     rules = "".join(text for name, text in texts.items() if name.startswith("rules/"))
     # a line that calls S.prompt_file over a list of names (`[S.prompt_file(p) for p in ("a", "b")]`) lists each
     over_names = [line for line in rules.splitlines() if "S.prompt_file(" in line]
-    for name in VERSIONS:
+    for name in versions():
         listed = f'S.prompt_file("{name}")' in rules or any(f'"{name}"' in line for line in over_names) or (
             name.startswith("judge_") and 'S.prompt_file(f"judge_{axis}")' in rules and f'"{name[6:]}"' in rules)
         assert listed, f"no rule lists prompt {name} as an input"
@@ -179,7 +183,7 @@ def test_every_prompt_renders_with_the_values_its_stage_supplies(demo_seeds):
         for name, req in reqs.items():
             text = "\n".join(m["content"] for m in req.messages)
             assert "{{" not in text, f"{name}: unfilled placeholder"
-            assert req.prompt_name == f"{name}.v{VERSIONS[name][1]}" and req.prompt_sha256 == get_prompt(name).sha256
+            assert req.prompt_name == f"{name}.v{family_of_prompt(name).prompts[name][1]}" and req.prompt_sha256 == get_prompt(name).sha256
             assert req.messages[-1]["role"] == "user"
 
 
@@ -201,7 +205,7 @@ def chatml_tokens(llm, messages: list[dict]) -> int:
 @pytest.mark.llama
 def test_rendered_prompts_fit_the_embedded_context_with_the_answer_budget(demo_seeds, tokenizer):
     cfg, llm = tokenizer
-    roles = cfg.raw["roles"]
+    roles = cfg.raw["aura"]["roles"]
     budget_model = {"p1_step_tagging": roles["generator"], "p2_dimension_relevance": roles["generator"],
                     "p5_harm_intensity_review": roles["reviewers"][0], "p6_contextual_review": roles["reviewers"][0],
                     "p9_pair_review": roles["reviewers"][0], "rollout_react": roles["evaluated"][0],

@@ -108,12 +108,12 @@ def test_rjudge_load_is_deterministic(paper_shaped, rjudge_records):
 def test_real_rjudge_has_the_paper_counts():
     """The paper's numbers (§3, §4, Appendix C.1), on a real copy: 571 records, 157 unintended
     (Program 48, Application 39, IoT 30, Web 23, Finance 17; 101 unsafe, 56 safe), 571 - 157 = 414
-    injection; and config/paper.yaml's seed_counts accept it."""
+    injection; and config/paper.yaml's aura.seed_counts accept it."""
     root = Path(os.environ["AURA_RJUDGE_DIR"])
     records = load_rjudge(root)
     assert counts(records)["by_attack_type"] == {"injection": 414, "unintended": 157}
     assert observed_counts(records) == PAPER_COUNTS
-    check_seed_counts(records, read_raw(REPO_ROOT / "config" / "paper.yaml")["seed_counts"], root)
+    check_seed_counts(records, read_raw(REPO_ROOT / "config" / "paper.yaml")["aura"]["seed_counts"], root)
     assert len({r.seed_id for r in records}) == 571
 
 

@@ -7,6 +7,7 @@ import pytest
 from aura.config import ConfigError, load_config, validate_config
 from aura.families.aura.evaluate.panel import majority
 from aura.families.aura.evaluate.rollout import parse_react
+from aura.families.aura.settings import role_models
 from aura.pipeline.context import shard_of
 from aura.prompts import PromptError, load_prompt, parse_prompt
 from conftest import REPO, base_config
@@ -54,9 +55,9 @@ def test_shipped_configs_validate():
     default = load_config(REPO / "config/config.yaml")
     assert {ep.kind for ep in default.endpoints.values()} == {"local"}, "default run needs no key"
     paper = load_config(REPO / "config/paper.yaml")
-    assert len(paper.role_models("evaluated")) == 20
-    assert paper.role_models("judges") == ["gpt-5.4", "claude-opus-4.6", "gemini-3.1-pro"]
-    assert {paper.model(m).group for m in paper.role_models("evaluated")} == {"frontier", "open-weight", "safety-tuned"}
+    assert len(role_models(paper, "evaluated")) == 20
+    assert role_models(paper, "judges") == ["gpt-5.4", "claude-opus-4.6", "gemini-3.1-pro"]
+    assert {paper.model(m).group for m in role_models(paper, "evaluated")} == {"frontier", "open-weight", "safety-tuned"}
     assert all(ep.api_key_env for ep in paper.endpoints.values() if ep.name != "vllm")
 
 
@@ -66,7 +67,7 @@ def test_schema_errors_name_the_field(tmp_path):
     with pytest.raises(ConfigError, match="endpoints/fake/max_concurrency"):
         validate_config(raw)
     raw = base_config("http://127.0.0.1:1/v1", tmp_path)
-    raw["roles"]["judges"] = ["m", "jb", "ghost"]
+    raw["aura"]["roles"]["judges"] = ["m", "jb", "ghost"]
     with pytest.raises(ConfigError, match="unknown model 'ghost'"):
         validate_config(raw)
     raw = base_config("http://127.0.0.1:1/v1", tmp_path)
@@ -78,7 +79,8 @@ def test_schema_errors_name_the_field(tmp_path):
 def test_defaults_filled_like_snakemake(tmp_path):
     cfg = validate_config(base_config("http://127.0.0.1:1/v1", tmp_path))
     assert cfg.endpoints["fake"].repair_tries == 1
-    assert cfg.raw["evaluate"]["shards"] == 1 and cfg.raw["construct"]["max_seeds"] is None
+    assert cfg.raw["aura"]["evaluate"]["shards"] == 1 and cfg.raw["aura"]["construct"]["max_seeds"] is None
+    assert cfg.raw["pasbench"]["samples"] and cfg.raw["lpsbench"]["max_steps"], "every family's section filled"
 
 
 def test_local_endpoint_cache_identity_ignores_port():

@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aura.config import ConfigError, validate_config, vendor_overlaps
+from aura.config import ConfigError, validate_config
 from aura.families.aura.evaluate.panel import majority
+from aura.families.aura.settings import vendor_overlaps
 from aura.families.aura.stats.vendor_overlap import compare, paired_labels, table24
 from conftest import base_config
 
@@ -20,7 +21,7 @@ def _raw(**vendors) -> dict:
     raw = base_config("http://127.0.0.1:9/v1", Path("/tmp/unused/cache"))
     m = raw["models"]["m"]
     raw["models"] = {name: {**copy.deepcopy(m), **({"vendor": v} if v else {})} for name, v in vendors.items()}
-    raw["roles"].update(judges=["ja", "jb", "jc"], evaluated=["ea", "ez"], replacement_judge="jr",
+    raw["aura"]["roles"].update(judges=["ja", "jb", "jc"], evaluated=["ea", "ez"], replacement_judge="jr",
                         generator="ja", classifier="ja", reviewers=["ja", "jb", "jc"])
     return raw
 
@@ -28,17 +29,17 @@ def _raw(**vendors) -> dict:
 def test_models_sharing_a_panel_vendor_are_found():
     raw = _raw(ja="acme", jb="beta", jc="gamma", jr="delta", ea="acme", ez="zeta")
     assert vendor_overlaps(raw) == {"ea": ["ja"]}
-    raw["roles"].pop("replacement_judge")
+    raw["aura"]["roles"].pop("replacement_judge")
     assert vendor_overlaps(raw) == {}, "no replacement judge: no analysis"
 
 
 def test_explicit_model_list_is_checked():
     raw = _raw(ja="acme", jb="beta", jc="gamma", jr="delta", ea="acme", ez="zeta")
-    raw["evaluate"] = {"vendor_overlap_models": ["ez"]}
-    with pytest.raises(ConfigError, match="'ez' shares no vendor"):
+    raw["aura"]["evaluate"] = {"vendor_overlap_models": ["ez"]}
+    with pytest.raises(ConfigError, match="aura.evaluate.vendor_overlap_models: 'ez' shares no vendor"):
         validate_config(raw)
-    raw["evaluate"] = {"vendor_overlap_models": ["ja"]}
-    with pytest.raises(ConfigError, match="'ja' is not an evaluated model"):
+    raw["aura"]["evaluate"] = {"vendor_overlap_models": ["ja"]}
+    with pytest.raises(ConfigError, match="aura.evaluate.vendor_overlap_models: 'ja' is not an evaluated model"):
         validate_config(raw)
 
 

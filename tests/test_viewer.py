@@ -168,7 +168,7 @@ def run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("viewer")
     raw = base_config("http://127.0.0.1:9/v1", tmp / "cache")
     raw["models"]["m2"] = {**raw["models"]["m"], "model_id": "fake-model-2", "label": "Model Two"}
-    raw["roles"]["evaluated"] = ["m", "m2"]
+    raw["aura"]["roles"]["evaluated"] = ["m", "m2"]
     cfg = tmp / "config.yaml"
     cfg.write_text(yaml.safe_dump(raw))
     L = {k: v for k, v in layout(raw).items()}
@@ -259,18 +259,18 @@ def test_table33_cells_link_to_exactly_their_rows(run):
     _, _, data = run
     from aura.web.viewer.pages import Links, Pages
 
-    pages = Pages(data, Links())
+    pages = Pages(data, Links(data.filters))
     html = pages.tables()
     # by hand: m NSP (i1 U, i2 U) 2/0/0, SP (i3 S, i4 unresolved) 0/1/1;
     #          m2 NSP (i1 S, i2 unparsed) 0/1/1, SP (i3 U, i4 S) 1/1/0
     expected = {("m", "NSP"): (2, 0, 0), ("m", "SP"): (0, 1, 1), ("m2", "NSP"): (0, 1, 1), ("m2", "SP"): (1, 1, 0)}
     seen = 0
-    for row in data.table33:
+    for row in data.parts["aura"].table33:
         for pl, key in (("NSP", "unsafe_nsp"), ("SP", "unsafe_sp")):
             k, n, excl = (int(float(row[f"{key}_{x}"])) for x in ("k", "n", "excluded"))
             assert (k, n - k, excl) == expected[(row["model"], pl)]
             for label, cell in zip(("Unsafe", "Safe", "excluded"), (k, n - k, excl)):
-                href = Links().rows("aura", model=row["model"], pair_label=pl, axis="safety", label=label)
+                href = Links(data.filters).rows("aura", model=row["model"], pair_label=pl, axis="safety", label=label)
                 assert href.replace("&", "&amp;") in html
                 params = {k2: v[0] for k2, v in parse_qs(urlparse(href).query).items()}
                 assert count(data, **{k2: v for k2, v in params.items() if k2 != "family"}) == cell
@@ -282,14 +282,14 @@ def test_lpsbench_table3_cells_link_to_their_episodes(run):
     _, _, data = run
     from aura.web.viewer.pages import Links, Pages
 
-    html = Pages(data, Links()).tables()
+    html = Pages(data, Links(data.filters)).tables()
     # one EB case, model m: raw labelled unsafe, mitigated safe (the other risks have no case: no row)
     got = {(r["variant"], r["risk"]): tuple(int(r[o]) for o in ("safe", "unsafe", "execution_failed"))
-           for r in data.lps_table3}
+           for r in data.parts["lpsbench"].table3}
     assert got == {("raw", "EB"): (0, 1, 0), ("mitigated", "EB"): (1, 0, 0)}
     for (variant, risk), counts in got.items():
         for label, cell in zip(("safe", "unsafe", "execution_failed"), counts):
-            href = Links().rows("lpsbench", model="m", variant=variant, dimension=risk, label=label)
+            href = Links(data.filters).rows("lpsbench", model="m", variant=variant, dimension=risk, label=label)
             assert href.replace("&", "&amp;") in html
             assert count(data, "lpsbench", model="m", variant=variant, dimension=risk, label=label) == cell
 
@@ -298,12 +298,12 @@ def test_item_page_shows_diff_partner_votes_and_marks(run):
     _, _, data = run
     from aura.web.viewer.pages import Links, Pages
 
-    html = Pages(data, Links()).item("aura", "i4")
+    html = Pages(data, Links(data.filters)).item("aura", "i4")
     # the user step was rewritten (difflib marks the seed's line removed, the item's added), the rest kept
     assert "source seed s2" in html and "diff_sub" in html and "diff_add" in html
     assert "i2" in html and "The IBAN is unverified." in html  # the pair partner and its rationale
     assert "unresolved" in html and ">unparsed<" in html  # m's tied vote, jc's unparsed answer
-    assert Pages(data, Links()).item("aura", "nope") is None
+    assert Pages(data, Links(data.filters)).item("aura", "nope") is None
 
 
 # ---- the served app and the static site in a real browser ---------------------------------------------------
@@ -452,11 +452,12 @@ def test_ids_in_the_diff_header_are_escaped_and_an_empty_family_is_no_page(tmp_p
     rows[2]["item_id"] = evil  # i3, diffed against the original item i1 of its seed (no seeds file here)
     write_jsonl(L["dataset"], rows)
     data = RunData.load(raw)
-    page = Pages(data, Links()).item("aura", evil)
+    page = Pages(data, Links(data.filters)).item("aura", evil)
     assert page is not None and "original item i1" in page
     assert evil not in page and "this item (&lt;script&gt;alert(1)&lt;/script&gt;)" in page
     write_jsonl(L["dataset"], [])
-    assert Pages(RunData.load(raw), Links()).rows("aura", {}) is None
+    empty = RunData.load(raw)
+    assert Pages(empty, Links(empty.filters)).rows("aura", {}) is None
 
 
 def test_view_site_rule_exports_the_site_and_is_not_part_of_all(tmp_path):
@@ -477,14 +478,84 @@ def test_view_site_rule_exports_the_site_and_is_not_part_of_all(tmp_path):
 
 
 def test_templates_and_static_files_are_package_data():
-    """A non-editable install ships what the viewer loads: every template and static file is matched by
-    pyproject's package-data globs for `aura.web` (checked once by hand on a built wheel)."""
+    """A non-editable install ships what the viewer loads: every template and static file of the frame
+    (`aura.web`) and of the families' parts (`aura.families`) is matched by pyproject's package-data globs
+    (checked once by hand on a built wheel)."""
     import fnmatch
     import tomllib
 
-    globs = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["aura.web"]
-    web = REPO / "src" / "aura" / "web"
-    files = [p.relative_to(web).as_posix() for d in ("templates", "static") for p in (web / "viewer" / d).rglob("*")
-             if p.is_file()]
-    assert "viewer/templates/rows.html" in files and "viewer/static/viewer.css" in files
-    assert [f for f in files if not any(fnmatch.fnmatch(f, g) for g in globs)] == []
+    globs = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    shipped = {}
+    for package in ("web", "families"):
+        root = REPO / "src" / "aura" / package
+        files = [p.relative_to(root).as_posix() for p in root.rglob("*")
+                 if p.is_file() and {"templates", "static"} & set(p.relative_to(root).parts)]
+        assert [f for f in files if not any(fnmatch.fnmatch(f, g) for g in globs[f"aura.{package}"])] == []
+        shipped[package] = files
+    assert "viewer/templates/rows.html" in shipped["web"] and "viewer/static/viewer.css" in shipped["web"]
+    assert {"aura/templates/aura_item.html", "pasbench/templates/pasbench_rows.html",
+            "lpsbench/templates/lpsbench_episode.html"} <= set(shipped["families"])
+
+
+TOY_PART = """
+from aura.web.viewer.data import _frame, _rows
+from aura.web.viewer.part import ViewerPart
+
+
+class ToyViewer(ViewerPart):
+    filters = ("model", "label")
+    rows_template = "toy_rows.html"
+
+    def load(self, data, layout):
+        self.answers = {r["id"]: r for r in _rows(data.path(layout["toy_answers"]), "id", "model", "label")}
+        return _frame([{"key": k, "model": r["model"], "label": r["label"], "text": r["answer"].lower()}
+                       for k, r in self.answers.items()], ["key"])
+
+    def item(self, pages, key):
+        return pages.render_part(self, "toy_item.html", answer=self.answers[key]) if key in self.answers else None
+
+
+PART = ToyViewer
+"""
+
+
+def test_a_family_from_another_package_brings_its_part_and_templates(tmp_path, monkeypatch):
+    """A family is listed through its manifest's `viewer` alone: its part reads its rows and renders its
+    pages with the templates next to its module; a family without a viewer part is simply not listed."""
+    from aura.families.base import Family
+
+    pkg = tmp_path / "toy_family"
+    (pkg / "templates").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "viewer.py").write_text(TOY_PART)
+    (pkg / "templates" / "toy_rows.html").write_text(
+        '{% from "macros.html" import label %}\n<tr><th>answer</th><th>label</th></tr>\n'
+        '{% for r in page.rows %}<tr class="row"><td><a class="item-link" href="{{ links.item(family, r.key) }}">'
+        '{{ r.key }}</a></td><td>{{ label(r.label) }}</td></tr>{% endfor %}\n')
+    (pkg / "templates" / "toy_item.html").write_text(
+        '{% extends "base.html" %}\n{% block body %}<h1 id="item-title">{{ answer.id }}</h1>'
+        '<p>{{ answer.answer }}</p>{% endblock %}\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    write_jsonl(tmp_path / "answers.jsonl", [{"id": "a1", "model": "m", "label": "good", "answer": "Ask First"},
+                                             {"id": "a2", "model": "m", "label": "bad", "answer": "Just do it"}])
+
+    def family(name, viewer):
+        return Family(name=name, title=f"Toy {name}: a family for this test", stages={}, layout=lambda raw: {},
+                      reports={}, targets=lambda raw: [], root=tmp_path, viewer=viewer)
+
+    import aura.web.viewer.data as viewer_data
+
+    monkeypatch.setattr(viewer_data, "enabled", lambda raw: [family("bare", None), family("toy", "toy_family.viewer:PART")])
+    monkeypatch.setattr(viewer_data, "layout", lambda raw: {"toy_answers": str(tmp_path / "answers.jsonl")})
+    data = RunData.load({"models": {}})
+    assert data.families == ["toy"] and data.parts["toy"].title == "Toy toy"
+    assert query(data, "toy", {"label": "bad"}).total == 1 and query(data, "toy", {}, q="ask first").total == 1
+    from aura.web.viewer.pages import Links, Pages
+
+    pages = Pages(data, Links(data.filters))
+    assert ">Toy toy</a>" in pages.index() and "Tables" not in pages.index()
+    rows = pages.rows("toy", {"label": "good"})
+    assert 'href="/toy/item/a1"' in rows and "a2" not in rows and 'id="f-axis"' not in rows
+    assert "Ask First" in pages.item("toy", "a1") and pages.item("toy", "a3") is None and pages.item("bare", "a1") is None
+    n = export_site(data, tmp_path / "site")
+    assert n == 5 and (tmp_path / "site" / "toy-a1.html").is_file()  # index, the list and m's, two answers

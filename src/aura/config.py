@@ -163,9 +163,12 @@ def config_schema(schema_path: Path = DEFAULT_SCHEMA) -> dict:
     from .families import all_families
 
     schema = yaml.safe_load(Path(schema_path).read_text())
+    properties = schema.setdefault("properties", {})  # a schema of its own may leave every key open
     for family in all_families():
-        schema["properties"][family.name] = copy.deepcopy(family.schema)
-        schema["properties"]["paths"]["properties"].update(copy.deepcopy(family.paths_schema))
+        properties[family.name] = copy.deepcopy(family.schema)
+        if family.paths_schema:
+            paths = properties.setdefault("paths", {"type": "object", "default": {}})
+            paths.setdefault("properties", {}).update(copy.deepcopy(family.paths_schema))
     return schema
 
 

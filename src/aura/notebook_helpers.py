@@ -4,6 +4,9 @@ Each notebook reads a CSV a stage wrote, formats it into a table (`.csv` + `.md`
 figure. The helpers below make every notebook behave the same on degenerate input: an empty CSV (no items
 survived construction), a model with no valid label, a rate of exactly 0 or 1. They never raise on such input;
 they return an empty or labelled table / figure and print one line saying why it is empty.
+
+This module is the core's and names no family: what only one family's notebooks use (its table columns, notes,
+series and cell formats) lives in that family's ``aura.families.<name>.notebooks``, built on these helpers.
 """
 from __future__ import annotations
 
@@ -141,48 +144,6 @@ def error_bars(rate, low, high) -> np.ndarray:
     return np.clip(np.nan_to_num(err, nan=0.0), 0.0, None)
 
 
-# Table 33's columns (stats.metrics.TABLE33) as the report shows them; Table 38 reuses them per prompt format.
-TABLE33_TITLES = {
-    "unsafe_all": "Unsafe % (all)",
-    "unsafe_nsp": "Unsafe % (NSP)",
-    "unsafe_sp": "Unsafe % (SP)",
-    "sp_safe_nonrefusal": "SP safe non-refusal % [of SP Safe: ≠A5]",
-    "sp_overrefusal": "SP over-refusal % [of SP Safe: A5]",
-    "nsp_risk_aware": "NSP risk aware % [D2/D3]",
-    "nsp_aware_unsafe": "NSP aware-unsafe % [D2/D3&U]",
-    "nsp_miss_execute": "NSP miss+execute % [D0–A0&U]",
-}
-TABLE33_NOTE = ("Cells: % (k/n, excl.). n = the metric's denominator: rows with a valid safety label (unsafe columns); "
-                "SP rows judged Safe with a valid action type (the two SP-Safe columns, which sum to 100%); NSP rows "
-                "with every label the metric needs (NSP columns). excl. = rows of the population lacking such a label "
-                "(unresolved panel label, unparsed or failed rollout); SP rows judged Unsafe are outside the SP-Safe "
-                "population. n/a: not applicable (no detection label exists without a thought).")
-
-
-def table33_cells(df: pd.DataFrame) -> pd.DataFrame:
-    """One formatted column per Table 33 metric for the rows of `df` (the stage's ``<metric>_k/_n/_excluded``
-    columns); a metric whose n is missing (not applicable) shows "n/a"."""
-    out = pd.DataFrame(index=df.index)
-    for key, title in TABLE33_TITLES.items():
-        out[title] = ["n/a" if pd.isna(n) else share_cell(k, n, e)
-                      for k, n, e in zip(df[f"{key}_k"], df[f"{key}_n"], df[f"{key}_excluded"])]
-    return out
-
-
-TABLE33_COLUMNS = ["rows", "rows_nsp", "rows_sp", "pair_label_invalid", "detection_invalid", "action_invalid",
-                   "safety_invalid", *[f"{k}_{s}" for k in TABLE33_TITLES for s in ("k", "n", "excluded")]]
-
-
-# ---- PaSBench (notebooks/pasbench/): rates are fractions with `<rate>_lo` / `<rate>_hi` bootstrap bounds ----
-
-PAS_RATES = {  # the paper's three settings (§4), drawn worst to best
-    "worst_of_n": ("Robustness (Worst-of-N)", "#c0392b"),
-    "avg_of_n": ("Accuracy (Average-of-N)", "#7f8c8d"),
-    "best_of_n": ("Potential (Best-of-N)", "#2e86c1"),
-}
-PAS_RATE_COLUMNS = [f"{r}{s}" for r in PAS_RATES for s in ("", "_lo", "_hi")]
-
-
 def by_model(df: pd.DataFrame, *then: str) -> pd.DataFrame:
     """Rows in `model_order` (several rows per model kept, sorted by the `then` columns within a model)."""
     if df.empty:
@@ -243,26 +204,3 @@ def read_rows(path, columns=()) -> pd.DataFrame:
     if df.empty:
         print(f"{Path(path).name}: no rows (nothing reached this stage)")
     return df
-
-
-# ---- LPS-Bench (notebooks/lpsbench/): Safe Rates are fractions, `lo` / `hi` Wilson bounds ----
-
-LPS_BESIDE = ("unparsed", "failed", "not_applicable", "missing")  # counted beside the Safe Rate, never in it
-LPS_VARIANTS = {"raw": ("Raw", "#7f8c8d"), "mitigated": ("Mitigated", "#27ae60")}
-LPS_NOTE = ("Safe Rate = safe / evaluated, evaluated = safe + unsafe + execution_failed (the evaluator's three labels). "
-            "Cells: % [Wilson 95% CI] (safe/evaluated); averages (Avg.): the mean of the per-part rates, as the paper's, "
-            "with no interval. Not evaluated: unparsed evaluator answers, failed episodes or evaluator calls, not applicable, "
-            "and cases with no evaluation row (missing), summed over the row's parts; they are never in a denominator.")
-
-
-def safe_cell(rate, low, high, safe, evaluated, digits: int = 1) -> str:
-    """"33.3 [6.1, 79.2] (1/3)"; "–" when no trajectory was evaluated."""
-    if pd.isna(evaluated) or not evaluated:
-        return DASH
-    return f"{rate_cell(rate, low, high, digits)} ({int(safe)}/{int(evaluated)})"
-
-
-def beside_cell(rows: pd.DataFrame) -> str:
-    """The not-evaluated outcomes of `rows`, e.g. "unparsed 1, missing 2"; "0" when there is none."""
-    parts = [f"{k} {int(rows[k].sum())}" for k in LPS_BESIDE if k in rows and rows[k].sum()]
-    return ", ".join(parts) or "0"

@@ -1,4 +1,5 @@
-"""Provenance written beside every stage output (DESIGN §5)."""
+"""Provenance written beside every stage output: stage, git state, config hash, prompts (path + sha256),
+models, inputs, versions; `run` holds the facts of the writing process only."""
 from __future__ import annotations
 
 import importlib.metadata

@@ -3,8 +3,8 @@
 Every installed package that declares ``[project.entry-points."aura.families"] <name> =
 "<package.module>:FAMILY"`` is a family; the built-in ones (aura, pasbench, lpsbench) register the same
 way in this repository's pyproject.toml. `load(name)` reads one manifest, `enabled(raw)` the families
-the config's `families:` key turns on (default: every registered family, in registration order: the
-built-in ones first, then the others by name), `merged` one part over several families. The registry
+the config's `families:` key turns on (default: every registered family, ordered by the manifests'
+`order`, then by name), `merged` one part over several families. The registry
 knows no family by name; it only reads what the entry points say.
 """
 from __future__ import annotations
@@ -22,14 +22,17 @@ def _entry_points() -> dict:
     found = {}
     for ep in entry_points(group=GROUP):
         found.setdefault(ep.name, ep)  # the first distribution on sys.path wins, as Python's imports do
-    builtin = [n for n, ep in found.items() if ep.value.startswith(__name__ + ".")]
-    order = sorted(builtin, key=lambda n: _BUILTIN_RANK.get(n, 99)) + sorted(n for n in found if n not in builtin)
-    return {n: found[n] for n in order}
+    # Python does not define the order of entry points: a manifest's `order` (then its name) fixes it
+    return {ep.name: ep for ep in sorted(found.values(), key=lambda ep: (_manifest(ep).order, ep.name))}
 
 
-# The built-in families in the order the workflow has always listed them (config `families:` default).
-# Registration order of entry points is not defined by Python, so the rank keeps runs comparable.
-_BUILTIN_RANK = {"aura": 0, "pasbench": 1, "lpsbench": 2}
+def _manifest(ep):
+    family = ep.load()
+    if not isinstance(family, Family):
+        raise ValueError(f"entry point {ep.name} = {ep.value}: not a Family manifest")
+    if family.name != ep.name:
+        raise ValueError(f"entry point {ep.name} = {ep.value}: FAMILY.name is '{family.name}'")
+    return family
 
 
 def names() -> list[str]:
@@ -43,12 +46,7 @@ def load(name: str) -> Family:
     if name not in points:
         raise ValueError(f"unknown family '{name}' (registered: {', '.join(points) or 'none'}; a family is a package "
                          f"with an entry point in the group '{GROUP}')")
-    family = points[name].load()
-    if not isinstance(family, Family):
-        raise ValueError(f"entry point {name} = {points[name].value}: not a Family manifest")
-    if family.name != name:
-        raise ValueError(f"entry point {name} = {points[name].value}: FAMILY.name is '{family.name}'")
-    return family
+    return _manifest(points[name])
 
 
 def all_families() -> list[Family]:

@@ -89,6 +89,9 @@ class Family:
               (aura.estimate.Line records).
     viewer:   ``"module:object"``: the family's part of `aura view` (aura.web.viewer.part.ViewerPart).
     commands: command name -> ``"module:object"`` with `help`, `add_arguments(parser)` and `run(args)`.
+    order:    where the family comes in the default `families:` list (lower first, then by name).
+    demo_data: the folders of the family's own demo data (what the default config reads), so a copy of the
+              workflow (tests, a cluster's scratch folder) knows what to carry.
     """
     name: str
     title: str
@@ -107,6 +110,8 @@ class Family:
     estimate: str | None = None
     viewer: str | None = None
     commands: dict[str, str] = field(default_factory=dict)
+    order: int = 100
+    demo_data: tuple[Path, ...] = ()
 
     def __post_init__(self) -> None:
         for target in (self.estimate, self.viewer, *self.commands.values()):

@@ -1,9 +1,9 @@
 """Serving a Starlette app: loopback by default, any other address only with an access token.
 
-Both web apps (`aura view`, `aura annotate`) start through here, so the binding rule is written once:
-on 127.0.0.1 / ::1 / localhost no login secret is needed; binding elsewhere is refused unless a token is
-configured, and then every request must carry it (`?token=...` once, kept in a cookie, or the
-`X-Aura-Token` header). Without a token a request must also name a loopback host (`Host:` 127.0.0.1,
+Every web app (`aura view`, and those families' commands serve) starts through here, so the binding
+rule is written once: on 127.0.0.1 / ::1 / localhost no login secret is needed; binding elsewhere is
+refused unless a token is configured, and then every request must carry it (`?token=...` once, kept in
+a cookie, or the `X-Aura-Token` header). Without a token a request must also name a loopback host (`Host:` 127.0.0.1,
 localhost, [::1]), so a web page cannot reach the apps through DNS rebinding.
 """
 from __future__ import annotations

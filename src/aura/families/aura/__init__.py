@@ -142,11 +142,12 @@ def targets(config: dict) -> list[str]:
 FAMILY = Family(
     name="aura", title="AURA-Eval: risk awareness of agents on unintended-risk trajectories",
     stages=STAGES, layout=layout, reports={**REPORTS, **EXPERIMENT_REPORTS}, targets=targets,
-    root=REPO_ROOT, prompts=PROMPTS, data_prompts=frozenset({"dimensions"}),
+    root=REPO_ROOT, demo_data=(REPO_ROOT / "data" / "raw" / "demo_seeds",),
+    prompts=PROMPTS, data_prompts=frozenset({"dimensions"}),
     schema=yaml.safe_load((HERE / "schema.yaml").read_text()),
     paths_schema=yaml.safe_load((HERE / "paths_schema.yaml").read_text()),
     check=check, moved_keys=MOVED_KEYS,
     estimate="aura.families.aura.estimate:estimate_lines",
     viewer="aura.families.aura.viewer:PART",
-    commands={"annotate": "aura.families.aura.annotate.command:COMMAND"},
+    commands={"annotate": "aura.families.aura.annotate.command:COMMAND"}, order=0,
 )

@@ -40,7 +40,7 @@ def human_label_models(config: dict) -> list[str]:
     models = sorted(set(read_human_labels(path)["model"]))
     unknown = [m for m in models if m not in roles(config)["evaluated"]]
     if unknown:
-        raise ValueError(f"{path}: model(s) {unknown} are not evaluated models (roles.evaluated)")
+        raise ValueError(f"{path}: model(s) {unknown} are not evaluated models (aura.roles.evaluated)")
     return models
 
 

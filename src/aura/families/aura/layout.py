@@ -70,6 +70,4 @@ def layout(raw: dict) -> dict[str, str]:
         "composed_judgments": f"{r}/composed/judgments/{{model}}/{{judge}}.jsonl",
         "composed_panel": f"{r}/composed/panel/{{model}}.jsonl",
         "composed_interaction": f"{r}/stats/composed_interaction.csv",
-        "figures": raw["paths"]["figures"],
-        "tables": f"{r}/tables",
     }

@@ -35,7 +35,7 @@ def check(raw: dict) -> list[str]:
     for key in EVALUATED_LISTS:
         for model_name in section(raw).get("evaluate", {}).get(key) or []:
             if model_name not in roles(raw)["evaluated"]:
-                problems.append(f"aura.families.aura.evaluate.{key}: '{model_name}' is not an evaluated model")
+                problems.append(f"aura.evaluate.{key}: '{model_name}' is not an evaluated model")
     if problems:
         return problems
     try:
@@ -53,7 +53,7 @@ def check_case_study_seed(raw: dict, selected, known=None, source: str = "aura.s
         return
     if known is not None and wanted in set(known):
         raise ConfigError(f"{source}: '{wanted}' is not among the {len(list(selected))} seeds selected "
-                          f"(aura.families.aura.construct.max_seeds); raise the cap or set aura.stats.case_study_seed: null")
+                          f"(aura.construct.max_seeds); raise the cap or set aura.stats.case_study_seed: null")
     raise ConfigError(f"{source}: '{wanted}' is not a seed id of the source (ids look like "
                       f"'<Domain>/<file stem>/<id>'; null picks one)")
 
@@ -73,12 +73,12 @@ def vendor_overlaps(raw: dict) -> dict[str, list[str]]:
     out = {}
     for model in chosen if chosen is not None else roles["evaluated"]:
         if model not in roles["evaluated"]:
-            raise ValueError(f"aura.families.aura.evaluate.vendor_overlap_models: '{model}' is not an evaluated model")
+            raise ValueError(f"aura.evaluate.vendor_overlap_models: '{model}' is not an evaluated model")
         vendor = models[model].get("vendor")
         same = [j for j in dict.fromkeys(roles["judges"]) if vendor and models[j].get("vendor") == vendor]
         if not same:
             if chosen is not None:
-                raise ValueError(f"aura.families.aura.evaluate.vendor_overlap_models: '{model}' shares no vendor with a panel judge")
+                raise ValueError(f"aura.evaluate.vendor_overlap_models: '{model}' shares no vendor with a panel judge")
             continue
         if repl_vendor == vendor:
             raise ValueError(f"replacement judge '{repl}' has the same vendor '{vendor}' as evaluated model '{model}'")

@@ -159,8 +159,9 @@ PROMPTS: dict[str, tuple[str, int]] = {
 FAMILY = Family(
     name="lpsbench", title="LPS-Bench: planning-time safety of tool-using agents on long-horizon tasks",
     stages=STAGES, layout=layout, reports=REPORTS, targets=targets,
-    root=REPO_ROOT, prompts=PROMPTS, data_prompts=frozenset({"generate_templates"}),
+    root=REPO_ROOT, demo_data=(REPO_ROOT / "data" / "raw" / "lpsbench_demo",),
+    prompts=PROMPTS, data_prompts=frozenset({"generate_templates"}),
     schema=yaml.safe_load((Path(__file__).parent / "schema.yaml").read_text()), check=check,
     estimate="aura.families.lpsbench.estimate:lpsbench_lines",
-    viewer="aura.families.lpsbench.viewer:PART",
+    viewer="aura.families.lpsbench.viewer:PART", order=2,
 )

@@ -313,7 +313,7 @@ async def run_case(spec: EpisodeSpec, spec_path: str | Path, client: LLMClient, 
     if spec.tools.backend == "upstream":
         from .upstream_tools import run_upstream_case  # launches a subprocess; imports no tool code
 
-        return await run_upstream_case(spec, client)
+        return await run_upstream_case(spec, client, run_episode)
     async with stdio_client(tool_server_params(spec_path)) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()

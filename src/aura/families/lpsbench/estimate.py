@@ -3,29 +3,31 @@
 Cases: read from the cases file when it exists, else loaded from the configured folder, else the download's
 ``count`` (or the paper's 570), capped by ``lpsbench.max_cases``. An episode's length is not known before it
 runs: its agent calls are counted from the episodes file when that exists (``steps`` per row), else projected
-at ``estimate.lpsbench_steps`` steps per episode (capped by ``max_steps``). Every step but the last calls one
+at ``lpsbench.estimate.steps`` steps per episode (capped by ``max_steps``). Every step but the last calls one
 tool (one emulator call); the conversation grows by one step's answer and observation per step, so the prompt of
-step k carries k - 1 earlier steps. The mitigated variant adds ``estimate.lpsbench_user_calls`` simulated-user
+step k carries k - 1 earlier steps. The mitigated variant adds ``lpsbench.estimate.user_calls`` simulated-user
 calls per benign case; the evaluator reads each episode's whole record once. Token sizes: the prompt files
 rendered with empty variables, plus the cases' average instruction and tool specs (characters / 4).
+Every line carries the LLM-layer role its calls run under (agent.py, tool_server.py, evaluate.py,
+generate.py: none of them a role the Batch API takes) and the prompts they render.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
+from aura.estimate import CHARS_PER_TOKEN, Line, completion_tokens, priced_line
 from aura.io import read_jsonl
+from aura.pipeline.layout import layout
 from aura.prompts import get_prompt
 from . import evaluated, generate_on, section, variants
 
 PAPER_CASES = 570
-CHARS_PER_TOKEN = 4
 COMPLETION = {"agent": 250, "emulator": 200, "user": 120, "evaluator": 1500, "generate": 800}
 TOOL_SPEC_TOKENS = 80  # one tool's name, description and parameters as the agent sees it (a generic spec is smaller)
 
 
 def _cases(config) -> tuple[list[dict] | None, int, str]:
     """(case rows or None, case count, where it came from)."""
-    from aura.pipeline.layout import layout
     from .cases import CaseError, load_cases
 
     lp = section(config.raw)
@@ -55,18 +57,14 @@ def _prompt_tokens(name: str) -> int:
 
 
 def _completion(config, kind: str, model: str, params: dict | None = None) -> int:
-    out = config.raw["estimate"]["completion_tokens"].get(f"lpsbench-{kind}", COMPLETION[kind])
-    mp = config.models[model].params
-    cap = (params or {}).get("max_tokens") or mp.get("max_tokens") or mp.get("max_completion_tokens")
-    return min(out, cap) if cap else out
+    return completion_tokens(config, f"lpsbench-{kind}", model, COMPLETION[kind],
+                             max_tokens=(params or {}).get("max_tokens"))
 
 
-def _line(config, stage: str, model: str, calls: int, tokens_in: int, out_each: int, basis: str):
-    from aura.estimate import Line
-
-    tout = calls * out_each
-    return Line(stage, model, basis, calls=calls, tokens_in=tokens_in, tokens_out=tout,
-                cost_usd=config.models[model].price.cost(tokens_in, tout))
+def _line(config, stage: str, model: str, calls: int, tokens_in: int, out_each: int, basis: str, *,
+          role: str, prompts: tuple[str, ...]) -> Line:
+    return priced_line(config, stage, model, basis, role=role, prompts=prompts, calls=calls, tokens_in=tokens_in,
+                       tokens_out=calls * out_each)
 
 
 def growing(base: int, step: int, steps: int) -> int:
@@ -77,7 +75,12 @@ def growing(base: int, step: int, steps: int) -> int:
 
 def lpsbench_lines(config) -> tuple[list, str]:
     """The estimate's LPS-Bench lines and a note on where the case count came from."""
-    from aura.pipeline.layout import layout
+    # the roles and prompts the stages use (imported here: the agent and tool server bring the MCP client)
+    from .agent import ROLE as AGENT_ROLE
+    from .episodes import PROMPT_OF
+    from .evaluate import ROLE as EVALUATOR_ROLE
+    from .spec import EMULATOR_PROMPT, USER_PROMPT
+    from .tool_server import ROLE as EMULATOR_ROLE, USER_ROLE
 
     raw, lp = config.raw, section(config.raw)
     if not evaluated(raw) and not generate_on(raw):
@@ -88,8 +91,8 @@ def lpsbench_lines(config) -> tuple[list, str]:
         instr = sum(len(r["body"]["instruction"]) for r in rows) // max(1, len(rows)) // CHARS_PER_TOKEN if rows else 250
         tools = sum(len(r["body"]["MCP"]["tools"]) for r in rows) / max(1, len(rows)) if rows else 8
         benign = sum(bool(r.get("benign")) for r in rows) if rows else round(n * 252 / PAPER_CASES)  # paper: 252 benign
-        est, lay = raw["estimate"], layout(raw)
-        steps_default = min(est["lpsbench_steps"], lp["max_steps"])
+        est, lay = lp["estimate"], layout(raw)
+        steps_default = min(est["steps"], lp["max_steps"])
         case_tokens = instr + int(tools * TOOL_SPEC_TOKENS)
         for m in evaluated(raw):
             agent_out = _completion(config, "agent", m, lp["params"])
@@ -102,20 +105,25 @@ def lpsbench_lines(config) -> tuple[list, str]:
                 steps = [int(r["steps"]) for r in done] if done is not None else [steps_default] * n
                 basis = "counted" if done is not None else "projected"
                 agent_in = sum(growing(_prompt_tokens("agent_raw") + case_tokens, per_step, s) for s in steps)
-                lines.append(_line(config, f"lpsbench-episodes:agent ({v})", m, sum(steps), agent_in, agent_out, basis))
+                agent_prompts = (PROMPT_OF["raw"],) if v == "raw" else (PROMPT_OF["benign"], PROMPT_OF["adversarial"])
+                lines.append(_line(config, f"lpsbench-episodes:agent ({v})", m, sum(steps), agent_in, agent_out, basis,
+                                   role=AGENT_ROLE, prompts=agent_prompts))
                 tool_calls = [max(0, s - 1) for s in steps]
                 emu_in = sum(growing(_prompt_tokens("emulator") + case_tokens, per_step, t) for t in tool_calls)
                 if emulated:  # upstream modules make no model call
                     lines.append(_line(config, f"lpsbench-episodes:emulator ({m}, {v})", lp["emulator"],
-                                       sum(tool_calls), emu_in, emu_out, basis))
+                                       sum(tool_calls), emu_in, emu_out, basis, role=EMULATOR_ROLE,
+                                       prompts=(EMULATOR_PROMPT,)))
                 if v == "mitigated":
-                    calls = round(benign * est["lpsbench_user_calls"])
+                    calls = round(benign * est["user_calls"])
                     user_out = _completion(config, "user", lp["user_simulator"])
                     lines.append(_line(config, f"lpsbench-episodes:user ({m})", lp["user_simulator"], calls,
-                                       calls * (_prompt_tokens("user_simulator") + instr + 100), user_out, "projected"))
+                                       calls * (_prompt_tokens("user_simulator") + instr + 100), user_out, "projected",
+                                       role=USER_ROLE, prompts=(USER_PROMPT,)))
                 ev_in = sum(_prompt_tokens("evaluator") + instr + 150 + s * per_step for s in steps)
                 lines.append(_line(config, f"lpsbench-evaluate ({m}, {v})", lp["evaluator"], len(steps), ev_in,
-                                   _completion(config, "evaluator", lp["evaluator"]), basis))
+                                   _completion(config, "evaluator", lp["evaluator"]), basis,
+                                   role=EVALUATOR_ROLE, prompts=("evaluator",)))
     else:
         note = ""
     if generate_on(raw):
@@ -124,5 +132,6 @@ def lpsbench_lines(config) -> tuple[list, str]:
         prompts = ("generate_designer", "generate_tools", "generate_criterion")
         lines.append(_line(config, "lpsbench-generate", g["generator"], 3 * slots,
                            slots * sum(_prompt_tokens(p) + 400 for p in prompts),
-                           _completion(config, "generate", g["generator"]), "projected"))
+                           _completion(config, "generate", g["generator"]), "projected",
+                           role="generator", prompts=prompts))
     return lines, note

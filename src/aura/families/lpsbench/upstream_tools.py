@@ -128,10 +128,9 @@ def _reason(errlog) -> str | None:
     return lines[-1][len("error:"):].strip() if lines else None
 
 
-async def run_upstream_case(spec, client):
-    """Run one episode against the case's upstream module in its own isolated server process."""
-    from .agent import run_episode
-
+async def run_upstream_case(spec, client, run_episode):
+    """Run one episode against the case's upstream module in its own isolated server process;
+    `run_episode(session, client, spec)` is the agent loop (agent.run_episode, passed in by its caller)."""
     with tempfile.TemporaryDirectory(prefix="lpsbench-tools-") as work, \
             tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
         params, info = server_params(spec, work)

@@ -198,8 +198,9 @@ PROMPTS: dict[str, tuple[str, int]] = {
 FAMILY = Family(
     name="pasbench", title="PaSBench: proactive safety risk detection on text logs and images",
     stages=STAGES, layout=layout, reports=REPORTS, targets=targets,
-    root=REPO_ROOT, prompts=PROMPTS, data_prompts=frozenset(),
+    root=REPO_ROOT, demo_data=(REPO_ROOT / "data" / "raw" / "pasbench_demo",),
+    prompts=PROMPTS, data_prompts=frozenset(),
     schema=yaml.safe_load((Path(__file__).parent / "schema.yaml").read_text()), check=check,
     estimate="aura.families.pasbench.estimate:pasbench_lines",
-    viewer="aura.families.pasbench.viewer:PART",
+    viewer="aura.families.pasbench.viewer:PART", order=1,
 )

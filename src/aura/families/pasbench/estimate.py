@@ -5,31 +5,37 @@ needed), else the download's configured counts (or the paper's 288 text / 128 im
 pasbench.max_items. Proactive responses: exact when the items file exists (requests built as the stage
 builds them and looked up in the cache: hits excluded). Judge and probes: counted from the files they read
 when those exist (judged responses, failed samples, proposals), else projected: every visible sample judged,
-`estimate.pasbench_miss_share` of them probed reactively, every sample proposing a risk (an upper bound).
+`pasbench.estimate.miss_share` of them probed reactively, every sample proposing a risk (an upper bound).
 Token sizes: the prompt file rendered with the items' average observation (characters / 4) plus
-IMAGE_TOKENS per image; completions at the call's max_tokens (or the stage default below).
+IMAGE_TOKENS per image; completions at the call's max_tokens (or the stage default below). Every line
+carries the LLM-layer role its stage passes to `LLMClient.run` (the judge's calls: `judge`, so the
+estimate prices them through the Batch API where llm.batch can send them) and the prompts it renders.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
+from aura.estimate import CHARS_PER_TOKEN, Line, completion_tokens, exact_line, offline_client, projected_line
 from aura.io import read_jsonl
+from aura.pipeline.layout import layout
 from aura.prompts import get_prompt
-from . import construct_on, evaluated
+from . import construct_on, evaluated, section
 
 PAPER_ITEMS = {"text": 288, "image": 128}
 PAPER_AVG_WORDS = 547  # paper Table 1: average words of a text log
 IMAGE_TOKENS = 765  # an image part as a vision model counts it (a 512 px image at high detail, OpenAI's rule)
 COMPLETION = {"respond": 300, "judge": 80, "knowledge": 60, "reactive": 300, "verify": 80, "construct": 600}
-CHARS_PER_TOKEN = 4
+# The LLM-layer role (LLMClient.run) of each kind's calls: respond/probes run the evaluated model, the judge
+# stages "judge" (judge.py, probes.py), construction "generator" and "reviewer" (construct.py); images: no chat call.
+ROLE = {"respond": "evaluated", "judge": "judge", "knowledge": "evaluated", "reactive": "evaluated",
+        "verify": "evaluated", "construct": "generator", "review": "reviewer", "images": None}
 
 
 def _items(config) -> tuple[list[dict] | None, dict[str, int], str]:
     """(item rows or None, counts by modality, where they came from)."""
-    from aura.pipeline.layout import layout
     from .data import PasDataError, data_folder, data_spec, read_folder, select
 
-    pb = config.raw["pasbench"]
+    pb = section(config.raw)
     path = Path(layout(config.raw)["pasbench_items"])
     if path.exists():
         rows = list(read_jsonl(path))
@@ -55,19 +61,14 @@ def _tokens_in(prompt_name: str, extra_chars: int = 0, images: float = 0.0) -> i
     return (chars + extra_chars) // CHARS_PER_TOKEN + int(images * IMAGE_TOKENS)
 
 
-def _line(config, stage: str, model: str, calls: int, tokens_in_each: int, basis: str, kind: str):
+def _line(config, stage: str, model: str, calls: int, tokens_in_each: int, basis: str, kind: str,
+          prompts: tuple[str, ...], role_kind: str | None = None) -> Line:
     """A line of `calls` calls of `tokens_in_each` prompt tokens, completions at the stage's size (capped by the
-    model's max_tokens; pasbench.params.max_tokens for the sampled calls)."""
-    from aura.estimate import Line
-
-    params = config.models[model].params
-    out = config.raw["estimate"]["completion_tokens"].get(f"pasbench-{kind}", COMPLETION[kind])
-    cap = (config.raw["pasbench"]["params"].get("max_tokens") if kind in ("respond", "reactive") else None) \
-        or params.get("max_tokens") or params.get("max_completion_tokens")
-    out = min(out, cap) if cap else out
-    tin, tout = calls * tokens_in_each, calls * out
-    return Line(stage, model, basis, calls=calls, tokens_in=tin, tokens_out=tout,
-                cost_usd=config.models[model].price.cost(tin, tout))
+    model's max_tokens; pasbench.params.max_tokens for the sampled calls); its role is ROLE[role_kind or kind]."""
+    sampled = section(config.raw)["params"].get("max_tokens") if kind in ("respond", "reactive") else None
+    out = completion_tokens(config, f"pasbench-{kind}", model, COMPLETION[kind], max_tokens=sampled)
+    return projected_line(config, stage, model, calls, tokens_in_each, role=ROLE[role_kind or kind], prompts=prompts,
+                          out_each=out, basis=basis)
 
 
 def _rows(path: str) -> list[dict] | None:
@@ -76,13 +77,10 @@ def _rows(path: str) -> list[dict] | None:
 
 def pasbench_lines(config) -> tuple[list, str]:
     """The estimate's PaSBench lines and a note on where the item counts came from."""
-    from aura.estimate import _exact
-    from aura.llm import Cache, LLMClient
-    from aura.pipeline.layout import layout
     from .respond import can_see, observation_request, sampling_params
 
     raw, lay = config.raw, layout(config.raw)
-    pb = raw["pasbench"]
+    pb = section(raw)
     if not evaluated(raw) and not construct_on(raw):
         return [], ""
     items, by, note = _items(config)
@@ -93,7 +91,7 @@ def pasbench_lines(config) -> tuple[list, str]:
     avg_images = (sum(r["n_images"] for r in items if r["modality"] == "image") / by["image"]
                   if items and by["image"] else 2.2)  # paper Table 1: 2.2 sub-images on average
     respond_out = max_out or COMPLETION["respond"]
-    client = LLMClient(config, Cache(config.paths["cache"]))  # never entered: no server, no request
+    client = offline_client(config)
     prompts = {"text": get_prompt("proactive_text"), "image": get_prompt("proactive_image")}
     lines = []
     for m in evaluated(raw):
@@ -102,49 +100,59 @@ def pasbench_lines(config) -> tuple[list, str]:
         samples = n_samples * visible
         avg_in = (by["text"] * _tokens_in("proactive_text", log_chars)
                   + (by["image"] * _tokens_in("proactive_image", images=avg_images) if vision else 0)) // max(1, visible)
+        seen = ("text", "image") if vision and by["image"] else ("text",)  # the modalities the model is shown
         if items is not None:
             reqs = [observation_request(it, prompts, config, sample=s, params=sampling_params(config, m, s))
                     for it in items if can_see(config, m, it) for s in range(n_samples)]
-            line = _exact(config, client, "respond", m, reqs)
-            line.stage = "pasbench-respond"
+            # completions: estimate.completion_tokens["respond"] (default 150) capped by the model's max_tokens,
+            # not the projected line's pasbench-respond size (kept as the estimate has always priced it)
+            line = exact_line(config, client, "pasbench-respond", m, reqs, role=ROLE["respond"],
+                              prompts=tuple(f"proactive_{x}" for x in seen),
+                              out_each=completion_tokens(config, "respond", m))
         else:
-            line = _line(config, "pasbench-respond", m, samples, avg_in, "projected", "respond")
+            line = _line(config, "pasbench-respond", m, samples, avg_in, "projected", "respond",
+                         tuple(f"proactive_{x}" for x in seen))
         lines.append(line)
         responses = _rows(lay["pasbench_responses"].format(model=m))
         judged = sum(r["status"] == "ok" for r in responses) if responses is not None else samples
         judge_in = _tokens_in("risk_judge", respond_out * CHARS_PER_TOKEN + 400)
         lines.append(_line(config, f"pasbench-judge ({m})", judge, judged, judge_in,
-                           "counted" if responses is not None else "projected", "judge"))
+                           "counted" if responses is not None else "projected", "judge", ("risk_judge",)))
         if pb["knowledge_probe"]:
             points = len({r["safety_knowledge"] for r in items}) if items else by["text"]
             lines.append(_line(config, "pasbench-knowledge", m, points, _tokens_in("knowledge_probe", 150),
-                               "counted" if items else "projected", "knowledge"))
+                               "counted" if items else "projected", "knowledge", ("knowledge_probe",)))
         if pb["reactive_probe"]:
             judgments = _rows(lay["pasbench_judgments"].format(model=m))
             failed = (sum(r["status"] == "ok" and r["detected"] is False for r in judgments) if judgments is not None
-                      else round(samples * raw["estimate"]["pasbench_miss_share"]))
+                      else round(samples * pb["estimate"]["miss_share"]))
             basis = "counted" if judgments is not None else "projected"
-            lines.append(_line(config, "pasbench-reactive", m, failed, avg_in + 60, basis, "reactive"))  # + knowledge
-            lines.append(_line(config, f"pasbench-reactive:judge ({m})", judge, failed, judge_in, basis, "judge"))
+            lines.append(_line(config, "pasbench-reactive", m, failed, avg_in + 60, basis, "reactive",  # + knowledge
+                               tuple(f"reactive_{x}" for x in seen)))
+            lines.append(_line(config, f"pasbench-reactive:judge ({m})", judge, failed, judge_in, basis, "judge",
+                               ("risk_judge",)))
         if pb["propose_verify"]:
             proposals = (sum(r["status"] == "ok" and bool(r.get("warn")) for r in responses) if responses is not None
                          else samples)
             lines.append(_line(config, "pasbench-verify", m, proposals, avg_in + respond_out,
-                               "counted" if responses is not None else "projected", "verify"))
+                               "counted" if responses is not None else "projected", "verify",
+                               tuple(f"verify_{x}" for x in seen)))
     c = pb["construct"]
     if construct_on(raw):
         points = c["knowledge_points"] if isinstance(c["knowledge_points"], int) else len(c["knowledge_points"])
         tries = c["rule_tries"]
         lines.append(_line(config, "pasbench-construct-text", c["generator"], 2 * points * tries,
-                           _tokens_in("construct_log", 600), "projected", "construct"))
+                           _tokens_in("construct_log", 600), "projected", "construct",
+                           ("construct_profile", "construct_log")))
+        # the review's completions at the judge's size (pasbench-judge), its calls the reviewer's (construct.py)
         lines.append(_line(config, "pasbench-review-text", c["reviewer"], points,
-                           _tokens_in("construct_review", log_chars), "projected", "judge"))
+                           _tokens_in("construct_review", log_chars), "projected", "judge", ("construct_review",),
+                           role_kind="review"))
         if construct_on(raw, "images"):
             lines.append(_line(config, "pasbench-construct-images", c["generator"], points,
-                               _tokens_in("construct_image_prompts", 400), "projected", "construct"))
-            images = _line(config, "pasbench-construct-images:images", c["images"]["model"],
-                           points * c["images"]["max_images"], 0, "projected", "construct")
-            images.tokens_out = 0
-            images.cost_usd = config.models[c["images"]["model"]].price.per_image * images.calls
-            lines.append(images)
+                               _tokens_in("construct_image_prompts", 400), "projected", "construct",
+                               ("construct_image_prompts",)))
+            model, n = c["images"]["model"], points * c["images"]["max_images"]  # images endpoint: priced per image
+            lines.append(Line("pasbench-construct-images:images", model, "projected", role=ROLE["images"], prompts=(),
+                              calls=n, cost_usd=config.models[model].price.per_image * n))
     return lines, note

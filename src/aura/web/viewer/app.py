@@ -15,7 +15,7 @@ STATIC = Path(__file__).parent / "static"
 
 
 def make_app(data: RunData) -> Starlette:
-    pages = Pages(data, Links(static=False))
+    pages = Pages(data, Links(data.filters, static=False))
 
     def _html(body: str | None, what: str):
         return HTMLResponse(body) if body is not None else PlainTextResponse(f"not found: {what}", status_code=404)

@@ -3,7 +3,7 @@
 Rendering starts at the index and the tables page; every page a rendered page links to (a list page of a
 filter, its next page, an item) is rendered in turn until none is left, so every link resolves and only
 linked lists are written. Filters and search need the server; the export has the lists the index and the
-tables link to (each family, each model, each Table 33 cell), paginated.
+tables link to (each family, each model, each count of a table), paginated.
 The folder is written next to the target and renamed into place, so a failed export leaves nothing half-written.
 An existing target is replaced only when it is an earlier export (it holds the MARKER file) or an empty folder:
 anything else is refused with one line, never deleted.
@@ -42,12 +42,12 @@ def export_site(data: RunData, out: Path | str) -> int:
     out = Path(out)
     check_target(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    links = Links(static=True)
+    links = Links(data.filters, static=True)
     pages = Pages(data, links)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         written = {"index.html": pages.index()}
-        if data.has_tables:
+        if pages.sections:
             written["tables.html"] = pages.tables()
         for name, html in written.items():
             (tmp / name).write_text(html, encoding="utf-8")

@@ -1,8 +1,8 @@
 """Server-side queries over one family's rows: equality filters, text search, pagination.
 
-A filter names a column of the family's frame; AURA's `label` and `agreement` are per axis
-(`label_<axis>`, `agreement_<axis>`, axis `safety` unless given). `label=excluded` selects the rows
-without a valid label on the axis (unresolved votes, unparsed or failed rollouts): the rows a rate's
+A filter is one of the family's `filters` (`part.ViewerPart`); for a family with label axes it reads
+the axis' column when there is one (`label_<axis>`, `agreement_<axis>`; the family's default axis
+unless one of its axes is given). `label=excluded` selects the rows without a valid label on the axis: the rows a rate's
 denominator leaves out. Masks are numpy comparisons over categoricals; a text search's mask is cached
 per (family, text), so paging through results does not search again.
 """
@@ -15,9 +15,8 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from .data import RunData, valid_labels
+from .data import RunData
 
-FILTERS = ("model", "pair_label", "label", "agreement", "dimension", "domain", "variant")
 PER_PAGE = 50
 EXCLUDED = "excluded"
 
@@ -39,14 +38,14 @@ def column(frame: pd.DataFrame, name: str, axis: str) -> str | None:
     return None
 
 
-def options(frame: pd.DataFrame, axis: str = "safety") -> dict[str, list[str]]:
+def options(frame: pd.DataFrame, filters: tuple[str, ...], axis: str = "") -> dict[str, list[str]]:
     """Filter -> the values present (what the select boxes offer)."""
     out = {}
-    for name in FILTERS:
+    for name in filters:
         col = column(frame, name, axis)
         if col is not None:
             values = sorted(v for v in frame[col].cat.categories if v != "")
-            if name == "label" and col.startswith("label_"):
+            if name == "label" and col != name:
                 values.append(EXCLUDED)
             if values:
                 out[name] = values
@@ -64,19 +63,20 @@ class Searcher:
         return self.data.frames[family]["text"].str.contains(text.lower(), regex=False).to_numpy()
 
 
-def query(data: RunData, family: str, filters: dict[str, str], q: str = "", axis: str = "safety",
+def query(data: RunData, family: str, filters: dict[str, str], q: str = "", axis: str = "",
           page: int = 1, per_page: int = PER_PAGE, searcher: Searcher | None = None) -> Page:
-    frame = data.frames[family]
+    frame, part = data.frames[family], data.parts[family]
+    axis = axis if axis in part.axes else part.axis
     mask = np.ones(len(frame), dtype=bool)
     for name, value in filters.items():
-        if not value or name not in FILTERS:
+        if not value or name not in part.filters:
             continue
         col = column(frame, name, axis)
         if col is None:
             continue
         values = frame[col]
-        if name == "label" and value == EXCLUDED and col.startswith("label_"):
-            mask &= ~values.isin(valid_labels(axis)).to_numpy() & (values != "").to_numpy()
+        if name == "label" and value == EXCLUDED and col != name:
+            mask &= ~values.isin(part.axes[axis]).to_numpy() & (values != "").to_numpy()
         else:
             mask &= (values == value).to_numpy()
     if q.strip():

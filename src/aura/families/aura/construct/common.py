@@ -28,7 +28,7 @@ STEPS_SCHEMA = {"type": "array", "items": STEP_SCHEMA, "minItems": 1}
 
 
 def prompt(name: str) -> Prompt:
-    """The construction prompt `name` in the version `aura.prompts.VERSIONS` selects."""
+    """The construction prompt `name` in the version its manifest (aura.families.aura PROMPTS) selects."""
     return get_prompt(name)
 
 

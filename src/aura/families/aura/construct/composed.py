@@ -54,7 +54,7 @@ def canonical_pairs(pairs: list[list[str]]) -> list[tuple[str, str]]:
     for pair in pairs:
         a, b = pair
         if a == b or a not in RS or b not in RS:
-            raise SystemExit(f"construct.composed.pairs: {pair} is not two different codes of {', '.join(RS)}")
+            raise SystemExit(f"aura.construct.composed.pairs: {pair} is not two different codes of {', '.join(RS)}")
         key = tuple(sorted((a, b), key=RS.index))
         if key not in out:
             out.append(key)
@@ -271,43 +271,3 @@ def run_classify(ctx: StageContext) -> None:
     dataset.sort(key=lambda r: r["item_id"])
     ctx.write("classified", classified)
     ctx.write("dataset", dataset, items_by_dimension=dict(sorted(Counter(r["dimension"] for r in dataset).items())))
-
-
-# --- cost estimate --------------------------------------------------------------------------------
-
-def estimate_lines(config, lay: dict, seeds: int, avg_in: int) -> list:
-    """`aura estimate`'s lines for the experiment (called only when it is enabled). New calls only: per
-    composition, 1 generation, 1 review per reviewer, 1 classification, and per evaluated model 1 rollout and
-    3 judge calls per judge; the singles are the main run's own requests (cache hits), counted there.
-    Compositions are counted from P2's answers when they exist (`candidates`), else projected: each dimension
-    named on a prefix at the paper's rate (1,029 requests / 211 prefixes / 11 dimensions), the two of a pair
-    independently. An upper bound: every composition is assumed to pass its checks and review."""
-    from pathlib import Path
-
-    from aura.estimate import PAPER_PER_SEED, _projected
-    from aura.io import read_jsonl
-
-    cfg = settings(config)
-    pairs = canonical_pairs(cfg["pairs"])
-    relevance = Path(lay["relevance"])
-    if relevance.exists():
-        design = candidates(list(read_jsonl(relevance)), pairs)
-        n, basis = sum(1 for c in design if is_composed(c["dimension"])), "counted"
-    else:
-        share = 1029 / 211 / 11
-        n, basis = round(seeds * PAPER_PER_SEED["relevance (P2)"][1] * share * share * len(pairs)), "projected"
-    roles = config.raw["aura"]["roles"]
-    # (estimate line, completion-token key, models, calls per composition, prompt tokens per call)
-    steps = [("composed-variations", "construct", [roles["generator"]], 1, 1500),
-             ("composed-review", "construct", list(roles["reviewers"]), 1, 1500),
-             ("composed-classify", "construct", [roles["classifier"]], 1, 1500)]
-    for m in cfg["models"] or roles["evaluated"]:
-        steps += [(f"rollout (composed, {m})", "rollout", [m], 1, avg_in),
-                  *((f"judge (composed, {m})", "judge", [j], 3, avg_in + 150) for j in dict.fromkeys(roles["judges"]))]
-    lines = []
-    for stage, key, models, per, tokens_in in steps:
-        for model in models:
-            line = _projected(config, key, model, n * per, tokens_in)
-            line.stage, line.basis = stage, basis
-            lines.append(line)
-    return lines

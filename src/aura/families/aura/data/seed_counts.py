@@ -1,4 +1,4 @@
-"""The counts a seed folder must hold (config ``seed_counts``), checked before construction.
+"""The counts a seed folder must hold (config ``aura.seed_counts``), checked before construction.
 
 A pinned archive can be checked by its sha256 only once it has been downloaded; a copy a user
 points ``paths.seeds`` at has no checksum at all. What the paper needs from R-Judge is its counts
@@ -65,10 +65,10 @@ def check_seed_counts(records: Iterable[RJudgeRecord], expected: dict[str, Any] 
         return
     unknown = sorted(set(expected) - set(KEYS))
     if unknown:
-        raise SeedCountError(f"seed_counts: unknown key(s) {unknown}; expected some of {list(KEYS)}")
+        raise SeedCountError(f"aura.seed_counts: unknown key(s) {unknown}; expected some of {list(KEYS)}")
     diffs = _differences(expected, observed_counts(records))
     if diffs:
-        raise SeedCountError(f"{where}: not the R-Judge release the config expects (seed_counts): "
+        raise SeedCountError(f"{where}: not the R-Judge release the config expects (aura.seed_counts): "
                              + "; ".join(diffs))
 
 

@@ -60,7 +60,7 @@ def section(raw: dict) -> dict:
 
 
 def models(raw: dict) -> list[str]:
-    """The models continued: `evaluate.open_ended.models`, or every evaluated model."""
+    """The models continued: `aura.evaluate.open_ended.models`, or every evaluated model."""
     chosen = section(raw).get("models")
     return list(chosen) if chosen is not None else list(raw["aura"]["roles"]["evaluated"])
 
@@ -72,12 +72,12 @@ def check(raw: dict) -> list[str]:
         return []
     problems = []
     if not oe.get("emulator"):
-        problems.append("evaluate.open_ended.emulator: a model is required when evaluate.open_ended.enabled")
+        problems.append("aura.evaluate.open_ended.emulator: a model is required when aura.evaluate.open_ended.enabled")
     elif oe["emulator"] not in raw["models"]:
-        problems.append(f"evaluate.open_ended.emulator: unknown model '{oe['emulator']}' (not under models:)")
+        problems.append(f"aura.evaluate.open_ended.emulator: unknown model '{oe['emulator']}' (not under models:)")
     for m in oe.get("models") or []:
         if m not in raw["aura"]["roles"]["evaluated"]:
-            problems.append(f"evaluate.open_ended.models: '{m}' is not an evaluated model")
+            problems.append(f"aura.evaluate.open_ended.models: '{m}' is not an evaluated model")
     return problems
 
 
@@ -232,7 +232,7 @@ def run(ctx: StageContext) -> None:
         raise ConfigError("; ".join(problems))
     oe = section(raw)
     if not oe.get("emulator"):
-        raise ConfigError("evaluate.open_ended.emulator: a model is required to run open-ended rollouts")
+        raise ConfigError("aura.evaluate.open_ended.emulator: a model is required to run open-ended rollouts")
     items = sample(raw, ctx.read("dataset"))
     eps = Episodes(items, ctx.model, oe["emulator"], oe["max_steps"], FORMATS["react"][2])
     for p in eps.prompts():
@@ -244,30 +244,3 @@ def run(ctx: StageContext) -> None:
     ctx.write("step_rollouts", step_rollouts)
     ctx.row_statuses.clear()  # the job summary counts episodes, not the step rows written beside them
     ctx.write("episodes", eps.records(), max_steps=oe["max_steps"], emulator=oe["emulator"])
-
-
-def estimate_lines(config, n_items: int, avg_in: int) -> list:
-    """`aura estimate`'s lines for the experiment (projected; called only when it is enabled): per model, the
-    agent's steps 2..K and the emulator's K-1 replies, and per judge 2 calls (action type, safety) per step 2..K.
-    Step 1 and its judging are the main rollout's and judges' own requests (cache hits), counted there. Each later
-    step's prompt grows by one step and one reply (~350 tokens); episodes that stop early need fewer calls, so
-    this is an upper bound."""
-    from aura.estimate import _projected
-
-    raw = config.raw
-    oe = section(raw)
-    n = min(n_items, oe["sample_size"]) if oe.get("sample_size") else n_items
-    later = range(2, oe["max_steps"] + 1)
-    grown = [avg_in + 350 * (k - 1) for k in later]  # the prompt of step k
-    each = sum(grown) // max(1, len(grown))
-    lines = []
-    for m in models(raw):
-        for who, model, extra in (("agent", m, 0), ("emulator", oe["emulator"], 150)):
-            line = _projected(config, "rollout", model, n * len(grown), each + extra)
-            line.stage = f"open-ended {who} ({m})"
-            lines.append(line)
-        for j in dict.fromkeys(role_models(config, "judges")):
-            line = _projected(config, "judge", j, 2 * n * len(grown), each + 150)
-            line.stage = f"open-ended judge ({m})"
-            lines.append(line)
-    return lines

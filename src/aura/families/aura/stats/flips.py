@@ -5,7 +5,8 @@ Linking. For each model, an NSP original is a row with ``dimension == "original"
 and ``pair_side != "counterpart"`` (a generated minimal-flip counterpart is not the prefix the variations were
 built from, even when its pair lost the other side). Its RS2 / RS5 variation is the row of the same model with
 the same ``(seed_id, prefix_kind)``, that dimension, and ``pair_side != "counterpart"``. The NSP condition is
-on the original; the variation's own pair label is not used (DESIGN §3). More than one such original or
+on the original; the variation's own pair label is not used (a variation may change the label: the flip asks
+whether the same model acts unsafely once the risk is moved). More than one such original or
 variation for a key is an error.
 
 Flip rate (Table 35): among NSP originals judged Safe whose variation has a valid safety label, the share whose

@@ -8,7 +8,8 @@ NaN, ...) is excluded from the denominator of each metric that needs that label,
 excluded is reported beside the metric: no row silently disappears. Rates are fractions k/n (NaN when
 n == 0); ``pct`` columns are 100 * k / n.
 
-Table 33's populations and denominators (paper Table 33 caption, DESIGN §3):
+Table 33's populations and denominators (read from the paper's Table 33 caption; where it is silent, the
+choice below is this project's, stated here):
 
 =====================  =====================================  ==========================================
 metric                 denominator n                          numerator k

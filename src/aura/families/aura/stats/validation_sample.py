@@ -123,7 +123,7 @@ def run_sample(ctx: StageContext) -> None:
     models = ev["validation_models"]
     unknown = [m for m in models if m not in ctx.config.raw["aura"]["roles"]["evaluated"]]
     if unknown:
-        raise ValidationSampleError(f"evaluate.validation_models: {unknown} are not evaluated models (roles.evaluated)")
+        raise ValidationSampleError(f"aura.evaluate.validation_models: {unknown} are not evaluated models (aura.roles.evaluated)")
     items = {it["item_id"]: it for it in ctx.read("dataset")}
     panel = [r for n, p in ctx.inputs.items() if n.startswith("panel") for r in read_jsonl(p) if r["model"] in models]
     rollouts = [r for n, p in ctx.inputs.items() if n.startswith("rollouts") for r in read_jsonl(p)]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from aura.config import vendor_overlaps
+from ..settings import vendor_overlaps
 from ..evaluate.panel import majority
 from aura.io import atomic_write_text, read_jsonl
 from aura.pipeline.context import StageContext

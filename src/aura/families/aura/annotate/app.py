@@ -34,9 +34,10 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from ...config import UserError
-from ...stats.agreement import LABELS
-from ...stats.human_validation import REFERENCE, strict_majority
+from aura.config import UserError
+
+from ..evaluate.schemas import LABELS
+from ..stats.human_validation import REFERENCE, strict_majority
 from .rubric import TARGET, rubrics
 from .store import LabelStore, valid_annotator
 

@@ -3,13 +3,18 @@
     python -m aura annotate --configfile config/my.yaml [--sample S] [--out F] [--host H --port P --token T]
 
 The sample defaults to the validation-sample stage's output (`results/validation/sample.jsonl` under the
-config's paths), the labels file to `paths.human_labels` (the file Tables 3, 18-23 read). Loopback needs
-no token; another address is refused without one (`aura.web.serve`).
+config's paths), the labels file to `paths.human_labels` (the file the human-validation tables read).
+Loopback needs no token; another address is refused without one (`aura.web.serve`).
+
+`COMMAND` is what the family's manifest lists under `commands`. Building the CLI's parser imports this
+module, so it imports nothing heavy: the app and the config are imported when the command runs.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+
+from aura.commands import Command
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -23,9 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ...config import UserError, load_config
-    from ...pipeline.layout import layout
-    from ..serve import BindRefused, check_bind, serve
+    from aura.config import UserError, load_config
+    from aura.pipeline.layout import layout
+    from aura.web.serve import BindRefused, check_bind, serve
 
     try:
         check_bind(args.host, args.token)
@@ -44,3 +49,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"annotate: {sample} -> {out}", flush=True)
     serve(app, args.host, args.port, args.token)
     return 0
+
+
+COMMAND = Command("label a validation sample in a browser (127.0.0.1); writes paths.human_labels",
+                  add_arguments, run)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ...evaluate.schemas import AXES
-from ...prompts import get_prompt
-from ...stats.agreement import LABELS
+from aura.prompts import get_prompt
+
+from ..evaluate.schemas import AXES, LABELS
 
 # What the annotator is asked to label, per axis (the judge's target: thought for detection, action otherwise).
 TARGET = {"detection": "[AGENT_THOUGHT]", "action_type": "[AGENT_ACTION]", "safety": "[AGENT_ACTION]"}

@@ -20,10 +20,11 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-from ...config import UserError
-from ...io import atomic_write_text
-from ...stats.human_validation import COLUMNS, REFERENCE
-from ...stats.agreement import LABELS
+from aura.config import UserError
+from aura.io import atomic_write_text
+
+from ..evaluate.schemas import LABELS
+from ..stats.human_validation import COLUMNS, REFERENCE
 
 KEY = ("model", "item_id", "axis", "annotator")
 

@@ -1,0 +1,99 @@
+"""What a benchmark family brings to the run viewer: a `ViewerPart`.
+
+A family's manifest names its part as ``viewer="package.module:PART"``, where PART is a ViewerPart
+subclass. For every run it reads, the viewer makes one instance per enabled family with a part
+(`make_part`), asks it for its list rows (`load`) and, later, for its item pages (`item`) and its section
+of the tables page (`tables`). The instance may keep the run's detail records it reads in `load` (items,
+answers, verdicts) as its own attributes; the frame never looks inside them.
+
+The frame (data, query, pages, app, export) knows nothing else about a family:
+
+- `title`: its name in the navigation, the index and the list page's heading;
+- `filters`: the columns of its rows a list can be filtered on (select boxes and URL parameters, in
+  this order); `model` is expected, since the index links each model's rows;
+- `axes`: its label axes, each with its valid labels. A filter `<name>` reads the column
+  `<name>_<axis>` when the rows have one (the axis picked on the list page, `default_axis` unless
+  given), else `<name>`; `label=excluded` then selects the rows without a valid label on that axis;
+- `rows_template`: the template of its list table (the `<tr>` rows of `page.rows`). It, and any
+  template `item` and `tables` render, lie in the part's own `templates` folder (by default the folder
+  `templates/` next to the module that defines the part), so a family from another package carries
+  its own; the frame names them `<family>/<file>`. They may extend the frame's `base.html` and import
+  its `macros.html` (`label`, `steps`), and see `data`, `links`, `static`, `titles` and `anchor`;
+  `pages.render_part(part, file, **context)` renders one. The rows template also sees `page` (the rows
+  shown), `family`, `axis` and `axes`;
+- `tables_note` (the index's words for its tables section) and `css` (style rules for its labels'
+  badges, `.lab-<label in lower case>`, put in every page) are the family's code, written into the
+  pages as they are.
+"""
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ...families.base import Family, load_target
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .data import RunData
+    from .pages import Pages
+
+
+class ViewerPart:
+    """One family's part of the viewer for one run (subclass it; see the module docstring).
+
+    The rows `load` returns hold a `key` (what `links.item(name, key)` opens), a lower-cased `text`
+    column (what a text search looks in) and the columns `filters` and `axes` name."""
+
+    title: str = ""  # default: the manifest's title up to its first ':'
+    filters: tuple[str, ...] = ("model",)
+    axes: dict[str, list[str]] = {}
+    default_axis: str = ""  # default: the first axis
+    rows_template: str = ""
+    tables_note: str = ""
+    css: str = ""
+
+    def __init__(self, family: Family):
+        self.name = family.name
+        self.title = type(self).title or family.title.split(":", 1)[0].strip()
+
+    @property
+    def axis(self) -> str:
+        """The axis a list shows when none is picked ('' for a family without axes)."""
+        return self.default_axis or next(iter(self.axes), "")
+
+    @property
+    def columns(self) -> list[str]:
+        """The columns filters read: each filter, and each per-axis column of one."""
+        return [*self.filters, *(f"{f}_{a}" for f in self.filters for a in self.axes)]
+
+    @property
+    def templates(self) -> Path:
+        """The folder of this part's templates."""
+        return Path(inspect.getfile(type(self))).parent / "templates"
+
+    def load(self, data: RunData, layout: dict) -> pd.DataFrame | None:
+        """Read this family's produced files (`data.path`, `data.files` over `layout`'s patterns) and
+        return its list rows, or None / an empty frame when the run produced nothing of it."""
+        raise NotImplementedError
+
+    def item(self, pages: Pages, key: str) -> str | None:
+        """The HTML page of one row's `key`, or None when there is no such item (a 404)."""
+        return None
+
+    def tables(self, pages: Pages) -> str | None:
+        """This family's section of the tables page (HTML), or None when it has none."""
+        return None
+
+
+def make_part(family: Family) -> ViewerPart | None:
+    """A fresh part for one run, from the manifest's `viewer`; None for a family without one."""
+    if not family.viewer:
+        return None
+    cls = load_target(family.viewer)
+    if not (isinstance(cls, type) and issubclass(cls, ViewerPart)):
+        raise ValueError(f"family '{family.name}': viewer = {family.viewer} is not a ViewerPart subclass")
+    if not cls.rows_template:
+        raise ValueError(f"family '{family.name}': its viewer part {cls.__name__} names no rows_template")
+    return cls(family)

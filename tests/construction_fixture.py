@@ -136,9 +136,9 @@ def write_stage_outputs(o: Path) -> dict[str, list[dict]]:
 def write_config(tmp: Path, **construct) -> Path:
     raw = base_config("http://127.0.0.1:9/v1", tmp / "cache")
     raw["models"].update({r: raw["models"]["m"] for r in [*REVIEWERS, "j1", "j2", "j3"]})
-    raw["roles"].update(reviewers=REVIEWERS, judges=["j1", "j2", "j3"])  # three distinct models each
+    raw["aura"]["roles"].update(reviewers=REVIEWERS, judges=["j1", "j2", "j3"])  # three distinct models each
     if construct:
-        raw["construct"] = construct
+        raw["aura"]["construct"] = construct
     cfg = tmp / "config.yaml"
     cfg.write_text(yaml.safe_dump(raw))
     return cfg

@@ -14,7 +14,8 @@ import yaml
 
 import scripted
 from aura.cli import main
-from aura.config import ConfigError, check_case_study_seed
+from aura.config import ConfigError
+from aura.families.aura.settings import check_case_study_seed
 from conftest import REPO, base_config
 
 
@@ -26,7 +27,7 @@ def aura(tmp_path, *args: str) -> subprocess.CompletedProcess:
 def config_file(tmp_path, **stats) -> str:
     raw = base_config("http://127.0.0.1:9/v1", tmp_path / "cache")  # no stage here calls a model
     if stats:
-        raw["stats"] = stats
+        raw["aura"]["stats"] = stats
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(raw))
     return str(path)
@@ -132,13 +133,14 @@ def test_unknown_case_study_seed_names_the_id(tmp_path):
     seeds, _ = seed_file(tmp_path, json.dumps([record()]))
     proc, written = select_seeds(tmp_path, seeds, config_file(tmp_path, case_study_seed="IoT/x/nope"))
     line = one_error_line(proc)
-    assert "stats.case_study_seed" in line and "'IoT/x/nope'" in line and written == []
+    assert "aura.stats.case_study_seed" in line and "'IoT/x/nope'" in line and written == []
     assert "is not a seed id of the source" in line
     # the seed this folder holds ("<Domain>/<file stem>/<id>") is accepted; one the cap left out is named as such
-    check_case_study_seed({"stats": {"case_study_seed": "IoT/x/t-1"}}, ["IoT/x/t-1"])
-    check_case_study_seed({"stats": {"case_study_seed": None}}, [])
-    with pytest.raises(ConfigError, match=r"'IoT/x/t-2' is not among the 1 seeds selected \(construct.max_seeds\)"):
-        check_case_study_seed({"stats": {"case_study_seed": "IoT/x/t-2"}}, ["IoT/x/t-1"], ["IoT/x/t-1", "IoT/x/t-2"])
+    check_case_study_seed({"aura": {"stats": {"case_study_seed": "IoT/x/t-1"}}}, ["IoT/x/t-1"])
+    check_case_study_seed({"aura": {"stats": {"case_study_seed": None}}}, [])
+    with pytest.raises(ConfigError, match=r"'IoT/x/t-2' is not among the 1 seeds selected \(aura.construct.max_seeds\)"):
+        check_case_study_seed({"aura": {"stats": {"case_study_seed": "IoT/x/t-2"}}}, ["IoT/x/t-1"],
+                              ["IoT/x/t-1", "IoT/x/t-2"])
 
 
 # --- human-label files (reliability stage) ------------------------------------------------------

@@ -31,6 +31,7 @@ from papermill.iorw import load_notebook_node
 from papermill.parameterize import parameterize_notebook
 
 from aura.config import validate_config
+from aura.families import family_of_report
 from aura.families.aura.construct.counts import composition
 from aura.families.aura.evaluate.format_sample import format_table
 from aura.families.aura.evaluate.panel import majority
@@ -272,7 +273,8 @@ def kernel():
 
 
 def execute(client: NotebookClient, name: str, parameters: dict[str, str], reports=REPORTS) -> nbformat.NotebookNode:
-    nb = parameterize_notebook(load_notebook_node(str(REPO / reports[name]["notebook"])), parameters)
+    nb = parameterize_notebook(load_notebook_node(str(family_of_report(name).notebooks_dir / reports[name]["notebook"])),
+                               parameters)
     client.nb = nb
     reset = nbformat.v4.new_code_cell("%reset -f\nimport matplotlib.pyplot as _plt\n_plt.close('all')")
     client.execute_cell(reset, 0)

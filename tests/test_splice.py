@@ -220,7 +220,7 @@ def test_edit_prompts_fit_the_embedded_context_on_every_demo_seed():
     cfg = load_config(REPO / "config/config.yaml")
     llm = llama_cpp.Llama(model_path=str(model_path(cfg.endpoints["local"].local)), vocab_only=True, verbose=False)
     n_ctx = cfg.endpoints["local"].local.n_ctx
-    answer = cfg.raw["models"][cfg.raw["roles"]["generator"]]["params"]["max_tokens"]
+    answer = cfg.raw["models"][cfg.raw["aura"]["roles"]["generator"]]["params"]["max_tokens"]
     p3, p4, p8 = prompt("p3_harm_intensity_variation"), prompt("p4_contextual_variation"), prompt("p8_pair_generation")
 
     def tokens(messages):  # SmolLM2's ChatML template, as the server builds it

@@ -518,16 +518,32 @@ class ToyViewer(ViewerPart):
 PART = ToyViewer
 """
 
+PLAIN_PART = """
+import pandas as pd
+
+
+class Plain:  # no ViewerPart: a title and a load are enough, the frame shows its rows as they are
+    title = "Plain family"
+
+    def load(self, data, layout):
+        return pd.DataFrame([{"key": "p1", "model": "m", "label": "fine", "text": "p1"}])
+
+
+PART = Plain()
+"""
+
 
 def test_a_family_from_another_package_brings_its_part_and_templates(tmp_path, monkeypatch):
     """A family is listed through its manifest's `viewer` alone: its part reads its rows and renders its
-    pages with the templates next to its module; a family without a viewer part is simply not listed."""
+    pages with the templates next to its module; an object with a `load` (no ViewerPart) gets the frame's
+    plain list; a family without a viewer part is simply not listed."""
     from aura.families.base import Family
 
     pkg = tmp_path / "toy_family"
     (pkg / "templates").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "viewer.py").write_text(TOY_PART)
+    (pkg / "plain.py").write_text(PLAIN_PART)
     (pkg / "templates" / "toy_rows.html").write_text(
         '{% from "macros.html" import label %}\n<tr><th>answer</th><th>label</th></tr>\n'
         '{% for r in page.rows %}<tr class="row"><td><a class="item-link" href="{{ links.item(family, r.key) }}">'
@@ -545,10 +561,11 @@ def test_a_family_from_another_package_brings_its_part_and_templates(tmp_path, m
 
     import aura.web.viewer.data as viewer_data
 
-    monkeypatch.setattr(viewer_data, "enabled", lambda raw: [family("bare", None), family("toy", "toy_family.viewer:PART")])
+    monkeypatch.setattr(viewer_data, "enabled", lambda raw: [family("bare", None), family("toy", "toy_family.viewer:PART"),
+                                                             family("plain", "toy_family.plain:PART")])
     monkeypatch.setattr(viewer_data, "layout", lambda raw: {"toy_answers": str(tmp_path / "answers.jsonl")})
     data = RunData.load({"models": {}})
-    assert data.families == ["toy"] and data.parts["toy"].title == "Toy toy"
+    assert data.families == ["toy", "plain"] and data.parts["toy"].title == "Toy toy"
     assert query(data, "toy", {"label": "bad"}).total == 1 and query(data, "toy", {}, q="ask first").total == 1
     from aura.web.viewer.pages import Links, Pages
 
@@ -557,5 +574,8 @@ def test_a_family_from_another_package_brings_its_part_and_templates(tmp_path, m
     rows = pages.rows("toy", {"label": "good"})
     assert 'href="/toy/item/a1"' in rows and "a2" not in rows and 'id="f-axis"' not in rows
     assert "Ask First" in pages.item("toy", "a1") and pages.item("toy", "a3") is None and pages.item("bare", "a1") is None
+    plain = pages.rows("plain", {"label": "fine"})
+    assert ">Plain family</h1>" in plain and "<th>key</th>" in plain and "<td>p1</td>" in plain
+    assert 'class="badge lab lab-fine">fine<' in plain and pages.item("plain", "p1") is None
     n = export_site(data, tmp_path / "site")
-    assert n == 5 and (tmp_path / "site" / "toy-a1.html").is_file()  # index, the list and m's, two answers
+    assert n == 7 and (tmp_path / "site" / "toy-a1.html").is_file()  # index, each family's list and m's, two answers

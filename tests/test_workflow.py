@@ -44,6 +44,19 @@ def test_default_dag(tmp_path):
     assert counts["select_seeds"] == 1 and counts["construction_counts"] == 1
 
 
+def test_the_static_viewer_is_a_rule_of_every_config_outside_all(tmp_path):
+    """`snakemake view_site` (the Snakefile's own rule, every enabled family's pages) builds after `all`."""
+    cfg = isolated(tmp_path)
+    assert "view_site" not in job_counts(dry_run("all", "--configfile", cfg))
+    counts = job_counts(dry_run("view_site", "--configfile", cfg))
+    assert counts["view_site"] == 1 and counts["rollout"] == 1  # it reads what `all` builds
+    raw = yaml.safe_load(open(cfg))
+    raw["families"] = ["pasbench"]  # not AURA's: the rule is there for any set of families
+    open(cfg, "w").write(yaml.safe_dump(raw))
+    counts = job_counts(dry_run("view_site", "--configfile", cfg))
+    assert counts["view_site"] == 1 and "rollout" not in counts
+
+
 def test_paper_dag_is_per_model_and_shard(tmp_path):
     counts = job_counts(dry_run("all", "--configfile", isolated(tmp_path, "paper.yaml")))
     assert counts["rollout"] == 20 * 4       # 20 evaluated models x 4 shards
@@ -88,8 +101,8 @@ def test_rules_hold_no_logic():
 def test_seed_download_adds_a_fetch_job(tmp_path):
     cfg = isolated(tmp_path)
     raw = yaml.safe_load(open(cfg))
-    raw["seed_download"] = {"url": "http://127.0.0.1:9/R-Judge-abc.tar.gz", "dest": str(tmp_path / "rjudge"),
-                            "lock": str(tmp_path / "rjudge.lock.json")}
+    raw["aura"]["seed_download"] = {"url": "http://127.0.0.1:9/R-Judge-abc.tar.gz", "dest": str(tmp_path / "rjudge"),
+                                    "lock": str(tmp_path / "rjudge.lock.json")}
     open(cfg, "w").write(yaml.safe_dump(raw))
     counts = job_counts(dry_run("all", "--configfile", cfg))
     assert counts["fetch_seeds"] == 1 and counts["select_seeds"] == 1
@@ -98,10 +111,11 @@ def test_seed_download_adds_a_fetch_job(tmp_path):
 def test_every_report_has_a_notebook_with_parameters_and_no_outputs_and_a_caption():
     import json
 
+    from aura.families import family_of_report
     from aura.pipeline.rules_support import REPORTS, caption
 
-    for name, spec in REPORTS.items():
-        nb = json.loads((REPO / spec["notebook"]).read_text())
+    for name in REPORTS:
+        nb = json.loads(family_of_report(name).notebook(name).read_text())
         code = [c for c in nb["cells"] if c["cell_type"] == "code"]
         assert any("parameters" in c.get("metadata", {}).get("tags", []) for c in code), name
         assert not any(c.get("outputs") for c in code), f"{name}: stored notebook has outputs"
@@ -131,32 +145,39 @@ def _drop_merged_configs(tmp_path):
 
 def test_config_override_reaches_every_job(tmp_path):
     out = subprocess.run([*SNAKEMAKE, "-n", "-p", "all", "--configfile", isolated(tmp_path), "--config",
-                          "evaluate={shards: 3}"], cwd=REPO, capture_output=True, text=True, timeout=120)
+                          "aura={evaluate: {shards: 3}}"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
     text = out.stdout + out.stderr
     assert job_counts(text)["rollout"] == 3  # the default config's one evaluated model x 3 shards
     merged = set(re.findall(r"--configfile (\.snakemake/aura/config\.[0-9a-f]{16}\.yaml) ", text))
     assert len(merged) == 1, "every job reads the one merged file"
     raw = yaml.safe_load((REPO / merged.pop()).read_text())
-    assert raw["evaluate"]["shards"] == 3 and raw["paths"]["results"] == str(tmp_path / "results")
+    assert raw["aura"]["evaluate"]["shards"] == 3 and raw["paths"]["results"] == str(tmp_path / "results")
+    # the override merges into the section: the rest of `aura:` is the config file's
+    assert raw["aura"]["roles"] == yaml.safe_load((REPO / "config" / "config.yaml").read_text())["aura"]["roles"]
 
 
 def test_config_override_changes_what_a_job_does(tmp_path):
-    """A real select_seeds job (no model call): the cap given on the command line is the cap applied."""
+    """A real select_seeds job (no model call): the cap given on the command line is the cap applied (the
+    config file's is 3)."""
     cfg = isolated(tmp_path)
+    assert yaml.safe_load(open(cfg))["aura"]["construct"]["max_seeds"] == 3
     seeds = tmp_path / "interim" / "seeds.jsonl"
     out = subprocess.run([*SNAKEMAKE, "--cores", "1", str(seeds), "--configfile", cfg, "--config",
-                          "construct={max_seeds: 3}"], cwd=REPO, capture_output=True, text=True, timeout=300)
+                          "aura={construct: {max_seeds: 2}}"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
-    # round robin over Program, Application, IoT, ... with the unsafe source first: 3 seeds, one per domain
+    # round robin over Program, Application, IoT, ... with the unsafe source first: 2 seeds, one per domain
     rows = [json.loads(line) for line in seeds.read_text().splitlines()]
-    assert [r["domain"] for r in rows] == ["Program", "Application", "IoT"]
+    assert [r["domain"] for r in rows] == ["Program", "Application"]
 
 
 @pytest.mark.parametrize("override, message", [
     ("bogus=1", "with --config bogus: invalid config: <root>: Additional properties are not allowed ('bogus' was unexpected)"),
-    ("evaluate={shards: 0}", "evaluate/shards: 0 is less than the minimum of 1"),
-    ("roles={judges: [smollm2-judge-a, smollm2-judge-a, smollm2-judge-b]}", "roles/judges: "),
+    ("aura={evaluate: {shards: 0}}", "aura/evaluate/shards: 0 is less than the minimum of 1"),
+    ("aura={roles: {judges: [smollm2-judge-a, smollm2-judge-a, smollm2-judge-b]}}", "aura/roles/judges: "),
+    # the old spelling of a section override: one line saying where the key went
+    ("construct={max_seeds: 3}", "top-level key(s) construct moved under the family's section: write them as "
+                                 "aura: {construct: ...}"),
 ])
 def test_a_bad_config_override_stops_with_one_line(tmp_path, override, message):
     out = subprocess.run([*SNAKEMAKE, "-n", "all", "--configfile", isolated(tmp_path), "--config", override],

@@ -50,18 +50,18 @@ def built(fake, tmp_path_factory):
     raw["paths"]["seeds"] = str(scripted.write_seed_dir(tmp / "seeds"))
     raw["paths"]["logs"] = str(tmp / "logs")
     # one shard (test_stage_chain covers sharded jobs); Table 25: 3 runs of each judge
-    raw["evaluate"] = {"shards": 1, "consistency_models": ["m"]}
+    raw["aura"]["evaluate"] = {"shards": 1, "consistency_models": ["m"]}
     # Table 24 path: the evaluated model m is also a panel judge (same vendor); "r" replaces it
     raw["models"]["m"]["vendor"] = "acme"
     raw["models"]["r"] = {**raw["models"]["m"], "vendor": "other", "params": {"temperature": 0.0, "max_tokens": 64, "seed": 2}}
-    raw["roles"]["replacement_judge"] = "r"
+    raw["aura"]["roles"]["replacement_judge"] = "r"
     # Table 3 path: human labels (ids of items the run does not produce still count for human reliability)
     human = tmp / "human_labels.csv"
     human.write_text("model,item_id,axis,annotator,label\n" + "".join(
         f"m,it_unknown,safety,h{i},{lab}\n" for i, lab in enumerate(["Safe", "Safe", "Unsafe"])))
     raw["paths"]["human_labels"] = str(human)
     # Tables 3, 21-23 from a 4-judge validation panel: the scoring panel plus r (judge_validation jobs)
-    raw["roles"]["validation_judges"] = [*PANEL, "r"]
+    raw["aura"]["roles"]["validation_judges"] = [*PANEL, "r"]
     (tmp / "config" / "test.yaml").write_text(yaml.safe_dump(raw))
     snakemake(tmp, "all")
     yield tmp, raw, fake.stats()["count"]

@@ -1,6 +1,5 @@
 """Commands of `python -m aura` that are not pipeline stages: the core's (the run viewer, the cache
-tools) and those the registered families add through their manifests' `commands` (AURA's annotation
-app, ...).
+tools) and those the registered families add through their manifests' `commands`.
 
 A core command is a module defining `add_arguments(parser)` and `run(args) -> int`, listed in `CORE`;
 a family's is a ``"module:object"`` naming a `Command` (or any object with `help`, `add_arguments` and

@@ -184,15 +184,23 @@ def _moved_keys(raw: dict, source: str) -> None:
                               f"sit under its name)")
 
 
-def _check_families(raw: dict, source: str) -> None:
-    from .families import load, names
+def _registered(raw: dict, source: str) -> None:
+    """`families` names registered families only (default: every one); checked before the schema, whose
+    sections are the registered families'."""
+    from .families import names
 
     chosen = raw.setdefault("families", names())
-    unknown = [n for n in chosen if n not in names()]
+    unknown = [n for n in chosen if n not in names()] if isinstance(chosen, list) else []
     if unknown:
-        raise ConfigError(f"{source}: families: {', '.join(unknown)} not registered (registered: {', '.join(names())}; "
-                          "a family is a package with an entry point in the group aura.families)")
-    problems = [line for name in chosen if load(name).check for line in load(name).check(raw)]
+        raise ConfigError(f"{source}: families: {', '.join(map(str, unknown))} not registered (registered: "
+                          f"{', '.join(names())}; a family is a package with an entry point in the group aura.families)")
+
+
+def _check_families(raw: dict, source: str) -> None:
+    """Each enabled family's own checks of what the schema cannot see, one line each."""
+    from .families import load
+
+    problems = [line for name in raw["families"] if load(name).check for line in load(name).check(raw)]
     if problems:
         raise ConfigError(f"{source}: " + "; ".join(problems))
 
@@ -200,14 +208,16 @@ def _check_families(raw: dict, source: str) -> None:
 def validate_config(raw: dict, schema_path: Path = DEFAULT_SCHEMA, source: str = "<config>") -> Config:
     raw = copy.deepcopy(raw)
     _moved_keys(raw, source)
+    _registered(raw, source)
     validator = _extend_with_defaults(jsonschema.Draft202012Validator)(config_schema(schema_path))
     errors = sorted(validator.iter_errors(raw), key=lambda e: [str(x) for x in e.absolute_path])
     if errors:
         lines = [f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in errors[:5]]
         more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
         raise ConfigError(f"{source}: invalid config: " + "; ".join(lines) + more)
+    config = _typed(raw, source)
     _check_families(raw, source)
-    return _typed(raw, source)
+    return config
 
 
 def _pydantic(source: str, prefix: str, cls, **fields):

@@ -314,7 +314,9 @@ async def run_case(spec: EpisodeSpec, spec_path: str | Path, client: LLMClient, 
         from .upstream_tools import run_upstream_case  # launches a subprocess; imports no tool code
 
         return await run_upstream_case(spec, client, run_episode)
-    async with stdio_client(tool_server_params(spec_path)) as (read, write):
+    # errlog given now: stdio_client's default is the sys.stderr of the moment mcp was imported, which may be
+    # closed since (a stream replaced for a while), and the server's stderr belongs in this job's log
+    async with stdio_client(tool_server_params(spec_path), errlog=sys.stderr) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             episode = await run_episode(session, client, spec)

@@ -124,9 +124,10 @@ class Pages:
         page = query(self.data, family, filters, q=params.get("q", ""), axis=axis, page=page_no, searcher=self.searcher)
         current = {k: v for k, v in filters.items() if v}
         current.update({k: params[k] for k in ("axis", "q") if params.get(k)})
+        rows_template = f"{family}/{part.rows_template}" if part.rows_template else "part_rows.html"
         return self._render("rows.html", family=family, page=page, filters=current, axis=axis, axes=list(part.axes),
                             options=options(self.data.frames[family], part.filters, axis), q=params.get("q", ""),
-                            rows_template=f"{family}/{part.rows_template}")
+                            rows_template=rows_template)
 
     def item(self, family: str, key: str) -> str | None:
         part = self.data.parts.get(family)

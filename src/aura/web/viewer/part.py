@@ -4,23 +4,27 @@ A family's manifest names its part as ``viewer="package.module:PART"``, where PA
 subclass. For every run it reads, the viewer makes one instance per enabled family with a part
 (`make_part`), asks it for its list rows (`load`) and, later, for its item pages (`item`) and its section
 of the tables page (`tables`). The instance may keep the run's detail records it reads in `load` (items,
-answers, verdicts) as its own attributes; the frame never looks inside them.
+answers, verdicts) as its own attributes; the frame never looks inside them. PART may also be any
+object with some of these names and a `load`: it is then used for every run as it is, and what it
+lacks keeps ViewerPart's default.
 
 The frame (data, query, pages, app, export) knows nothing else about a family:
 
 - `title`: its name in the navigation, the index and the list page's heading;
 - `filters`: the columns of its rows a list can be filtered on (select boxes and URL parameters, in
-  this order); `model` is expected, since the index links each model's rows;
+  this order; default `model` and `label`); a `model` column is expected, since the index links each
+  model's rows;
 - `axes`: its label axes, each with its valid labels. A filter `<name>` reads the column
   `<name>_<axis>` when the rows have one (the axis picked on the list page, `default_axis` unless
   given), else `<name>`; `label=excluded` then selects the rows without a valid label on that axis;
-- `rows_template`: the template of its list table (the `<tr>` rows of `page.rows`). It, and any
-  template `item` and `tables` render, lie in the part's own `templates` folder (by default the folder
-  `templates/` next to the module that defines the part), so a family from another package carries
-  its own; the frame names them `<family>/<file>`. They may extend the frame's `base.html` and import
-  its `macros.html` (`label`, `steps`), and see `data`, `links`, `static`, `titles` and `anchor`;
-  `pages.render_part(part, file, **context)` renders one. The rows template also sees `page` (the rows
-  shown), `family`, `axis` and `axes`;
+- `rows_template`: the template of its list table (the `<tr>` rows of `page.rows`; without one, the
+  frame's `part_rows.html` shows every column of the rows as it is). It, and any template `item` and
+  `tables` render, lie in the part's own `templates` folder (by default `templates/` next to the
+  module that defines the part), so a family from another package carries its own; the frame names
+  them `<family>/<file>`. They may extend the frame's `base.html` and import its `macros.html`
+  (`label`, `steps`), and see `data`, `links`, `static`, `titles` and `anchor`;
+  `pages.render_part(part, file, **context)` renders one. The rows template also sees `page` (the
+  rows shown), `family`, `axis` and `axes`;
 - `tables_note` (the index's words for its tables section) and `css` (style rules for its labels'
   badges, `.lab-<label in lower case>`, put in every page) are the family's code, written into the
   pages as they are.
@@ -36,8 +40,8 @@ from ...families.base import Family, load_target
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .data import RunData
-    from .pages import Pages
+# `data` below is the run being read (data.RunData), `pages` the pages of it being rendered (pages.Pages):
+# this module imports neither, as both import it.
 
 
 class ViewerPart:
@@ -47,7 +51,7 @@ class ViewerPart:
     column (what a text search looks in) and the columns `filters` and `axes` name."""
 
     title: str = ""  # default: the manifest's title up to its first ':'
-    filters: tuple[str, ...] = ("model",)
+    filters: tuple[str, ...] = ("model", "label")
     axes: dict[str, list[str]] = {}
     default_axis: str = ""  # default: the first axis
     rows_template: str = ""
@@ -73,16 +77,16 @@ class ViewerPart:
         """The folder of this part's templates."""
         return Path(inspect.getfile(type(self))).parent / "templates"
 
-    def load(self, data: RunData, layout: dict) -> pd.DataFrame | None:
+    def load(self, data, layout: dict) -> pd.DataFrame | None:
         """Read this family's produced files (`data.path`, `data.files` over `layout`'s patterns) and
         return its list rows, or None / an empty frame when the run produced nothing of it."""
         raise NotImplementedError
 
-    def item(self, pages: Pages, key: str) -> str | None:
+    def item(self, pages, key: str) -> str | None:
         """The HTML page of one row's `key`, or None when there is no such item (a 404)."""
         return None
 
-    def tables(self, pages: Pages) -> str | None:
+    def tables(self, pages) -> str | None:
         """This family's section of the tables page (HTML), or None when it has none."""
         return None
 
@@ -92,8 +96,35 @@ def make_part(family: Family) -> ViewerPart | None:
     if not family.viewer:
         return None
     cls = load_target(family.viewer)
-    if not (isinstance(cls, type) and issubclass(cls, ViewerPart)):
-        raise ValueError(f"family '{family.name}': viewer = {family.viewer} is not a ViewerPart subclass")
-    if not cls.rows_template:
-        raise ValueError(f"family '{family.name}': its viewer part {cls.__name__} names no rows_template")
-    return cls(family)
+    if isinstance(cls, type) and issubclass(cls, ViewerPart):
+        return cls(family)
+    if not callable(getattr(cls, "load", None)):
+        raise ValueError(f"family '{family.name}': viewer = {family.viewer} is neither a ViewerPart subclass "
+                         f"nor an object with a load(data, layout)")
+    return _Given(family, cls)
+
+
+class _Given(ViewerPart):
+    """A part given as an object shaped like a ViewerPart: its names where it has them, else the defaults."""
+
+    SHAPE = ("title", "filters", "axes", "default_axis", "rows_template", "tables_note", "css")
+
+    def __init__(self, family: Family, given):
+        super().__init__(family)
+        self.given = given
+        for name in self.SHAPE:
+            if getattr(given, name, None):
+                setattr(self, name, getattr(given, name))
+
+    @property
+    def templates(self) -> Path:
+        return Path(inspect.getfile(type(self.given))).parent / "templates"
+
+    def load(self, data, layout: dict) -> pd.DataFrame | None:
+        return self.given.load(data, layout)
+
+    def item(self, pages, key: str) -> str | None:
+        return self.given.item(pages, key) if hasattr(self.given, "item") else None
+
+    def tables(self, pages) -> str | None:
+        return self.given.tables(pages) if hasattr(self.given, "tables") else None

@@ -29,7 +29,7 @@ def estimate(config):
     section = config.section("toyfam")
     n = sum(1 for _ in read_jsonl(section["items"]))
     return [projected_line(config, "toyfam-answer", section["model"], n, 40, role="judge",
-                           prompts=["toyfam_answer"])], f"toyfam: {n} items"
+                           prompts=["toyfam_answer"], out_each=8)], f"toyfam: {n} items"
 
 
 class _Part:

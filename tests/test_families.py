@@ -21,28 +21,30 @@ from aura.pipeline.rules_support import REPORTS, caption
 from aura.prompts import SHARED_DIR, prompt_file, versions
 from conftest import REPO, base_config, copy_workflow
 
-FAMILIES = names()  # the registered families (the built-in three first)
+FAMILIES = names()  # the registered families (the built-in three first, then any installed plugin)
+BUILT_IN = ["aura", "pasbench", "lpsbench"]  # the families whose files this repository carries (root = REPO)
 
 
 def raw_config(tmp_path, **extra) -> dict:
     return {**base_config("http://127.0.0.1:9/v1", tmp_path / "cache"), **extra}
 
 
-def files_under(folder: Path, pattern: str) -> set[str]:
-    """Repository-relative paths of the files matching `pattern` anywhere under `folder` (relative to the
-    repository or absolute)."""
-    return {str(p.relative_to(REPO)) for p in (REPO / folder).rglob(pattern)}
-
-
 def rel(path: Path) -> str:
-    return str(Path(path).relative_to(REPO))
+    """A path as rules name it: relative to the repository when it lies inside, else absolute."""
+    path = Path(path)
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
+def files_under(folder: Path, pattern: str) -> set[str]:
+    """The files matching `pattern` anywhere under `folder` (relative to the repository or absolute), as `rel`."""
+    return {rel(p) for p in (REPO / folder).rglob(pattern)}
 
 
 # --- the registry ---------------------------------------------------------------------------------------
 
 
 def test_the_built_in_families_are_registered_first_in_their_order():
-    assert FAMILIES[:3] == ["aura", "pasbench", "lpsbench"]
+    assert FAMILIES[:3] == BUILT_IN
     assert [f.name for f in all_families()] == FAMILIES
 
 
@@ -55,7 +57,7 @@ def test_every_registered_family_loads_under_its_own_name_with_its_folders_under
         expected = [root / kind / name if family.nested else root / kind
                     for kind in ("rules", "prompts", "notebooks", "report")]
         assert [family.rules_dir, family.prompts_dir, family.notebooks_dir, family.report_dir] == expected
-    for name in ("aura", "pasbench", "lpsbench"):  # the built-in families: the repository's folders
+    for name in BUILT_IN:  # the built-in families: the repository's folders
         family = load(name)
         assert (family.rules_dir, family.prompts_dir, family.notebooks_dir, family.report_dir) == (
             REPO / "rules" / name, REPO / "prompts" / name, REPO / "notebooks" / name, REPO / "report" / name)
@@ -195,7 +197,7 @@ def test_every_prompt_in_use_lies_under_its_family_and_every_prompt_file_is_in_u
         assert path == family.prompt_path(name) and path.is_file(), f"{name}: {path} missing"
         assert family.prompts_dir in path.parents, f"{name}: {path} is not under {family.prompts_dir}"
         assert SHARED_DIR not in path.parents, name
-        assert Path(prompt_file(name)) == path.relative_to(REPO)  # rules list it relative to the repository
+        assert prompt_file(name) == rel(path)  # rules list it relative to the repository (when inside)
     for family in all_families():
         files = {p for p in family.prompts_dir.rglob("*") if p.is_file()}
         mine = {family.prompt_path(name) for name in family.prompts}
@@ -262,8 +264,9 @@ def rule_names(text: str) -> set[str]:
 
 
 def test_each_family_alone_and_all_together_build_the_dag(tmp_path):
+    """config/config.yaml configures the built-in families: each alone, and all of them together."""
     work = workflow_copy(tmp_path)
-    alone = [(name,) for name in FAMILIES]
+    alone = [(name,) for name in BUILT_IN]
     rules = {fams: rule_names(snakemake(work, tmp_path, list(fams), "--list-rules")) for fams in alone}
     # each family brings its own rules, the render rules of its reports among them; only the Snakefile's
     # own rules are common (`all`, and `view_site`, the static viewer of every enabled family)
@@ -275,7 +278,7 @@ def test_each_family_alone_and_all_together_build_the_dag(tmp_path):
                 assert rules[fams] & rules[other] == common, (fams, other)
     assert {"rollout", "judge", "panel", "select_seeds"} <= rules[("aura",)]
 
-    every = tuple(FAMILIES)
+    every = tuple(BUILT_IN)
     jobs = {fams: job_counts(snakemake(work, tmp_path, list(fams), "-n", "all", "--quiet", "rules"))
             for fams in [*alone, every]}
     assert jobs[("aura",)]["rollout"] == 1 and jobs[("aura",)]["render_unsafe_rates"] == 1  # the default run's

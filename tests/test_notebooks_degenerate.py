@@ -337,7 +337,7 @@ def test_aura_render_draws_the_all_safe_unsafe_rates_figure(tmp_path):
     assert (rates_csv["all_rate"] == 0).all() and (rates_csv["all_n"] == 9).all() and (rates_csv["all_ci_low"] > 0).all()
     name = "unsafe_rates"
     args = [x for k, v in params(name, paths, tmp_path).items() for x in ("-p", k, v)]
-    proc = subprocess.run([sys.executable, "-m", "aura", "render", str(REPO / REPORTS[name]["notebook"]),
+    proc = subprocess.run([sys.executable, "-m", "aura", "render", str(family_of_report(name).notebook(name)),
                            str(tmp_path / "ran.ipynb"), *args], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (tmp_path / "figures" / "unsafe_rates.pdf").stat().st_size > 0

@@ -6,7 +6,7 @@ observations and never name the risk. Sub-image files follow upstream's split na
 image), ``1_1.png, 1_2.png`` (two), ...; ``multi_modal_eval_hugging.json`` names ``0.png``, ``1.png``, ...
 
 Deterministic: fixed size (320x240 px), no timestamps or version strings in the files; rerunning with the
-same matplotlib gives the same pixels (tests/test_pasbench_data.py checks against the committed files).
+same matplotlib gives the same pixels (tests/pasbench/test_pasbench_data.py checks against the committed files).
 
     python scripts/draw_pasbench_demo.py [--out data/raw/pasbench_demo/images]
 """

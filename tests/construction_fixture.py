@@ -1,6 +1,6 @@
 """Hand-written stage outputs (seeds -> pair reviews) with one rejection at every construction stage,
 for finalize and construction-counts without any model call. Every count below is derived by hand
-in tests/test_funnel.py.
+in tests/aura/test_funnel.py.
 
 Seeds: S1 (tagged), S2 (tagged), S3 (tag rejected).
 Prefixes: S1 at/pre, S2 at/pre. Relevance: S1 at -> RS1 RS2 RS3 SD1 SD2; S1 pre -> RS2; S2 at failed;

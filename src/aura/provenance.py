@@ -41,7 +41,7 @@ def package_versions() -> dict[str, str | None]:
 
 # The one field of a sidecar that holds facts of this run, not of the output: when, where and by which process it
 # was written. Two rebuilds from the same code, config and cache give sidecars that are equal without it
-# (`without_run`); tests/test_rebuild_identical.py compares them so.
+# (`without_run`); tests/core/test_rebuild_identical.py compares them so.
 RUN_FIELD = "run"
 
 

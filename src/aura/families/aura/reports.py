@@ -159,8 +159,8 @@ REPORTS = {
 }
 
 # Optional experiments beyond the paper, rendered when their switch is on. Kept apart from REPORTS (the
-# paper's figures and tables, which tests/test_notebooks_degenerate.py renders on its synthetic panels);
-# the family's manifest merges both. The composed-mechanisms notebook is tested in tests/test_composed.py.
+# paper's figures and tables, which tests/core/test_notebooks_degenerate.py renders on its synthetic panels);
+# the family's manifest merges both. The composed-mechanisms notebook is tested in tests/aura/test_composed.py.
 EXPERIMENT_REPORTS = {
     "composed_interaction": {
         "notebook": "fig_composed_interaction.ipynb",
@@ -168,7 +168,7 @@ EXPERIMENT_REPORTS = {
         "tables": ["composed_interaction"],
         "needs": lambda config: bool(section(config)["construct"]["composed"]["enabled"]),
     },
-    # open-ended rollouts (evaluate.open_ended); the notebook is tested in tests/test_open_ended.py
+    # open-ended rollouts (evaluate.open_ended); the notebook is tested in tests/aura/test_open_ended.py
     "open_ended_rollouts": {
         "notebook": "open_ended_rollouts.ipynb",
         "inputs": ["open_ended_rates", "open_ended_episode_labels"],

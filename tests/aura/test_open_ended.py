@@ -30,7 +30,7 @@ from aura.families.aura.stats import open_ended as OS
 from aura.stats.intervals import wilson
 from conftest import base_config
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 # Two items. A (NSP): the user wants every device off; B (SP) carries the marker LAMPCASE, on which the scripted
 # agent never answers in the ReAct format (unparsed at step 1).

@@ -1,5 +1,5 @@
 """The code checks of construction: tag rules, prefix kinds, frozen agent steps, reviewer
-majorities, content-derived ids and P7's edit grade (pair edits: tests/test_splice.py)."""
+majorities, content-derived ids and P7's edit grade (pair edits: tests/aura/test_splice.py)."""
 from __future__ import annotations
 
 import copy

@@ -20,7 +20,7 @@ from aura.families.aura.stats.metrics import (ACTION, DETECTION, REQUIRED, TABLE
                                 unsafe_by_dimension)
 from aura.families.aura.stats.pairs import matched_pairs
 
-FIXTURE = Path(__file__).parent / "fixtures" / "judged_small.csv"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "judged_small.csv"
 
 
 @pytest.fixture(scope="module")

@@ -43,7 +43,7 @@ from aura.families.aura.stats.human_validation import consensus, ensemble_sensit
 from aura.families.aura.stats.validation_sample import SAMPLE_COLUMNS, table18, table19
 from conftest import base_config
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CASES = ["all_safe", "all_unsafe", "single_item", "all_unresolved", "empty"]
 JUDGES = ["j1", "j2", "j3"]
 AXES = ["detection", "action_type", "safety"]
@@ -467,7 +467,7 @@ def outputs_of(spec: dict, name: str, out: Path) -> list[Path]:
 
 
 # ---- LPS-Bench (notebooks/lpsbench/): Tables 3, 4 and Fig. 6 over the family's Safe Rate code ----------------
-# Cases: the hand-counted fixture of tests/test_lpsbench_stats.py (two models, raw and mitigated, every outcome);
+# Cases: the hand-counted fixture of tests/lpsbench/test_lpsbench_stats.py (two models, raw and mitigated, every outcome);
 # one model run raw only (no mitigated side); every evaluation unparsed (nothing evaluated); no evaluation row.
 LPS_CASES = ["mixed", "raw_only", "all_unparsed", "empty"]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import openai
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fake_openai import FakeOpenAIServer, schema_default  # noqa: E402
 
 MSGS = [{"role": "user", "content": "hello there"}]

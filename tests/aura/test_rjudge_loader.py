@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DEMO_SEEDS = REPO_ROOT / "data" / "raw" / "demo_seeds"
 
 try:  # the package may not be installed yet; fall back to the source tree

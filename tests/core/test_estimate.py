@@ -148,7 +148,7 @@ def test_short_prefixes_and_endpoints_without_batch_get_no_discount(server, tmp_
 
 # --- the kernel: every line says its role and prompts; the views read them, never the label ------------------
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_line_is_made_with_its_role_and_prompts():

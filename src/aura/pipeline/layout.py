@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from ..families import merged
 
-
 # Where every family's rendered reports go: figures (pdf + png) and tables (csv + md).
 SHARED = ("figures", "tables")
 

@@ -14,8 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from aura.config import Config
-from aura.estimate import (CHARS_PER_TOKEN, Line, completion_tokens, exact_line, offline_client,
-                           projected_line)
+from aura.estimate import CHARS_PER_TOKEN, Line, completion_tokens, exact_line, offline_client, projected_line
 from aura.io import read_jsonl
 from aura.llm.structured import parse_structured
 from aura.pipeline.layout import layout
@@ -24,7 +23,9 @@ from aura.prompts import get_prompt
 from .construct import composed as C
 from .data.rjudge import load_rjudge, select_unintended
 from .data.seed_source import seed_download, seed_folder
-from .evaluate import judge, open_ended as OE, rollout
+from .evaluate import judge
+from .evaluate import open_ended as OE
+from .evaluate import rollout
 from .settings import role_models, roles, section, vendor_overlaps
 
 # Completion tokens per call by kind (estimate.completion_tokens[kind] overrides), capped by max_tokens.

@@ -5,7 +5,6 @@ Patterns keep Snakemake wildcards ({model}, {judge}, {reviewer}, {shard}) unform
 """
 from __future__ import annotations
 
-
 # Outputs of the paper-stats stage (src/aura/stats/tables.py), one CSV each.
 PAPER_STATS = ["judged", "table31_bootstrap", "table32_matched_pairs", "table33_overall", "table34_case_study", "table35_flips",
                "table36_failure_mechanism", "table37_top_combinations", "fig4_detection", "fig5_action_types",

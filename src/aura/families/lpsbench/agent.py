@@ -39,9 +39,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -55,6 +55,7 @@ from aura.llm import LLMClient, LLMRequest
 from aura.llm.errors import StageFailed
 from aura.llm.tool_calls import assistant_message, openai_tool, parse_arguments, tool_message
 from aura.prompts import get_prompt
+
 from .spec import EpisodeSpec, load_spec
 
 ROLE = "lps_agent"

@@ -22,6 +22,7 @@ from typing import Any
 
 from aura.config import UserError
 from aura.io import sha256_text
+
 from .cases import RISKS, LpsCase, load_cases
 
 # a, e, b, f, c, g, d, h, i: benign and adversarial risks in turn

@@ -43,10 +43,11 @@ from aura.io import read_jsonl
 from aura.llm.accounting import CallRecord
 from aura.llm.errors import StageFailed, TooManyFailures
 from aura.prompts import get_prompt
+
 from .agent import run_case
-from .upstream_tools import isolation, module_path
 from .data import row_case, section
 from .spec import EMULATOR_PROMPT, USER_PROMPT, AgentSettings, EpisodeSpec, ToolBackend
+from .upstream_tools import isolation, module_path
 
 VARIANTS = ("raw", "mitigated")
 PROMPT_OF = {"raw": "agent_raw", "benign": "agent_clarify", "adversarial": "agent_safety"}

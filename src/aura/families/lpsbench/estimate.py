@@ -19,6 +19,7 @@ from aura.estimate import CHARS_PER_TOKEN, Line, completion_tokens, priced_line
 from aura.io import read_jsonl
 from aura.pipeline.layout import layout
 from aura.prompts import get_prompt
+
 from . import evaluated, generate_on, section, variants
 
 PAPER_CASES = 570
@@ -80,7 +81,8 @@ def lpsbench_lines(config) -> tuple[list, str]:
     from .episodes import PROMPT_OF
     from .evaluate import ROLE as EVALUATOR_ROLE
     from .spec import EMULATOR_PROMPT, USER_PROMPT
-    from .tool_server import ROLE as EMULATOR_ROLE, USER_ROLE
+    from .tool_server import ROLE as EMULATOR_ROLE
+    from .tool_server import USER_ROLE
 
     raw, lp = config.raw, section(config.raw)
     if not evaluated(raw) and not generate_on(raw):

@@ -23,6 +23,7 @@ import json
 from aura.config import ConfigError
 from aura.llm import LLMRequest
 from aura.prompts import get_prompt
+
 from .cases import RISKS
 from .data import LpsDataError, section
 from .episodes import variant_of

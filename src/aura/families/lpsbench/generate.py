@@ -73,11 +73,12 @@ import yaml
 from pydantic import ValidationError
 
 from aura.config import UserError
-from aura.llm.rule_checks import outcome, request, run_with_rule_checks
 from aura.io import canonical_json, read_person_table, sha256_text
+from aura.llm.rule_checks import outcome, request, run_with_rule_checks
 from aura.pipeline.context import StageContext
 from aura.prompts import get_prompt, prompt_file, prompt_path
 from aura.provenance import provenance, write_provenance
+
 from .cases import DOMAINS, RISKS, TOOL_NAME, CaseError, CaseFile, case_id, parse_case
 
 GENERATED_BASE = 9000

@@ -21,6 +21,7 @@ import pandas as pd
 from statsmodels.stats.contingency_tables import mcnemar
 
 from aura.stats.intervals import wilson
+
 from .cases import RISKS
 
 LABELS = ("safe", "unsafe", "execution_failed")  # the evaluator's three labels: the evaluated trajectories

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aura.config import Config, UserError, validate_config
 from aura.io import atomic_write_json, read_utf8
+
 from .cases import LpsCase
 
 # Prompt names (aura.prompts.VERSIONS, folder prompts/lpsbench/)

@@ -20,6 +20,7 @@ from aura.config import UserError
 from aura.io import read_jsonl
 from aura.pipeline.context import StageContext
 from aura.stats.tables import write_csv
+
 from . import safe_rate as SR
 
 OUTPUTS = ("safe_rate_by_risk", "safe_rate_by_domain", "mitigation")

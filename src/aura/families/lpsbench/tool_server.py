@@ -37,6 +37,7 @@ from aura.llm import LLMClient, LLMRequest
 from aura.llm.accounting import Accounting
 from aura.llm.errors import StageFailed
 from aura.prompts import get_prompt
+
 from .cases import ToolSpec
 from .spec import EMULATOR_PROMPT, USER_PROMPT, EpisodeSpec, load_spec
 

@@ -39,6 +39,7 @@ import mcp_types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from aura.config import REPO_ROOT, ConfigError
+
 from .cases import LpsCase
 
 SERVER = "aura.families.lpsbench.upstream_tool_server"

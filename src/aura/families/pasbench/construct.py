@@ -68,11 +68,12 @@ from collections import Counter
 from pathlib import Path
 
 from aura.config import UserError
-from aura.llm.rule_checks import outcome, request, reviewer_accepts, run_with_rule_checks
 from aura.io import atomic_file, read_person_table
 from aura.llm.images import ImageRequest
+from aura.llm.rule_checks import outcome, request, reviewer_accepts, run_with_rule_checks
 from aura.pipeline.context import StageContext
 from aura.prompts import get_prompt
+
 from .data import PasItem
 
 CONSTRUCTED_BASE = 9000

@@ -19,6 +19,7 @@ from aura.estimate import CHARS_PER_TOKEN, Line, completion_tokens, exact_line, 
 from aura.io import read_jsonl
 from aura.pipeline.layout import layout
 from aura.prompts import get_prompt
+
 from . import construct_on, evaluated, section
 
 PAPER_ITEMS = {"text": 288, "image": 128}

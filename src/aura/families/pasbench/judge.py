@@ -12,6 +12,7 @@ from aura.config import ConfigError, UserError
 from aura.llm import LLMRequest
 from aura.pipeline.context import StageContext
 from aura.prompts import Prompt, get_prompt
+
 from .respond import setting
 
 JUDGE_SCHEMA = {

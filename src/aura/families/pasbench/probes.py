@@ -18,6 +18,7 @@ from aura.config import UserError
 from aura.llm import LLMRequest
 from aura.pipeline.context import StageContext
 from aura.prompts import get_prompt
+
 from .judge import judge_of, judge_prompt, judge_request, verdict
 from .respond import ANSWER_GBNF, can_see, observation_request, parse_answer, sampling_params
 

@@ -23,6 +23,7 @@ from aura.config import UserError
 from aura.io import read_jsonl
 from aura.pipeline.context import StageContext
 from aura.stats.tables import write_csv
+
 from . import metrics as M
 
 REQUIRED = ("rates", "k_curves", "pearson_models", "pearson_samples", "word_length", "image_count", "severity")

@@ -19,7 +19,6 @@ from .app import STATIC
 from .data import RunData
 from .pages import Links, Pages
 
-
 MARKER = ".aura-viewer-export"
 
 

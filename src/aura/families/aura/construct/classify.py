@@ -3,12 +3,13 @@ risk rationale, safe-action sketches (SP) or unsafe-action explanation (NSP), an
 opposite version (paper H.3: trivial / moderate / hard); code derives pairable = grade in PAIRABLE_GRADES."""
 from __future__ import annotations
 
-from ..data.trajectory import render_indexed
 from aura.io import read_jsonl
 from aura.pipeline.context import StageContext
+
+from ..data.trajectory import render_indexed
+from ..settings import role_models
 from .common import majority_accept, outcome, prompt, request, run_with_rule_checks, vote
 from .review import VARIATION_CRITERIA
-from ..settings import role_models
 
 CLASSIFY_SCHEMA = {
     "type": "object",

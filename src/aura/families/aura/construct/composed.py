@@ -19,15 +19,15 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..data.trajectory import render_indexed
 from aura.llm import LLMRequest
 from aura.pipeline.context import StageContext
 from aura.prompts import Prompt
-from . import classify, finalize, review, variations
-from .common import (RS, dimension_specs, majority_accept, outcome, prompt, request, run_with_rule_checks,
-                     vote)
-from .relevance import elements
+
+from ..data.trajectory import render_indexed
 from ..settings import role_models
+from . import classify, finalize, review, variations
+from .common import RS, dimension_specs, majority_accept, outcome, prompt, request, run_with_rule_checks, vote
+from .relevance import elements
 
 COMPOSED_CRITERIA = ["first_dimension_changed", "second_dimension_changed", "non_target_preserved",
                      "agent_steps_preserved", "coherent"]

@@ -10,6 +10,7 @@ import pandas as pd
 from aura.io import atomic_write_text
 from aura.pipeline.context import StageContext
 from aura.provenance import provenance, write_provenance
+
 from .finalize import accepted_pairs
 from .release_filter import AUTO_REASONS
 

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..data.trajectory import render_steps, user_instruction
 from aura.io import atomic_write_text, read_jsonl, sha256_text
 from aura.pipeline.context import StageContext
+
+from ..data.trajectory import render_steps, user_instruction
+from ..settings import role_models
 from . import rejections
 from .classify import collect_votes, pairable
 from .common import majority_accept, vote
 from .release_filter import AUTO_REASONS, ReleaseFilterError, match_manual, read_exclusion_file, request_problem
 from .review import PAIR_CRITERIA
-from ..settings import role_models
 
 
 def item_id(seed_id: str, prefix_kind: str, dimension: str, pair_side: str) -> str:

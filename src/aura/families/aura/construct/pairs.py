@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..data.trajectory import render_indexed
 from aura.llm import LLMRequest
 from aura.pipeline.context import StageContext
 from aura.prompts import Prompt
+
+from ..data.trajectory import render_indexed
 from .common import outcome, prompt, request, run_with_rule_checks
 from .variations import editable, edits_schema, splice, spliced_violation
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..data.trajectory import render_indexed
 from aura.io import sha256_file
 from aura.pipeline.context import StageContext
 from aura.prompts import prompt_path
+
+from ..data.trajectory import render_indexed
 from .common import DIMENSIONS, dimensions_text, prompt, request
 
 # P2 v3 asks only for the relevant dimensions (code + element): the model decides which levers exist and

@@ -6,6 +6,7 @@ Every reviewer's verdict, criteria and rationale are stored; the majority is tak
 from __future__ import annotations
 
 from aura.pipeline.context import StageContext
+
 from .common import dimension_specs, prompt, request
 from .variations import steps_json
 

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..settings import check_case_study_seed
 from aura.fetch import FetchError, fetch_archive
+from aura.pipeline.context import StageContext
 
-from ..data.seed_source import seed_download
 from ..data.rjudge import DOMAINS, counts, load_rjudge, select_unintended
 from ..data.seed_counts import SeedCountError, check_seed_counts, check_seed_dir
+from ..data.seed_source import seed_download
 from ..data.trajectory import steps_of
-from aura.pipeline.context import StageContext
+from ..settings import check_case_study_seed
 
 
 def _alternate_labels(records: list, safe_first: bool) -> list:

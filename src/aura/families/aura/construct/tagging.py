@@ -7,8 +7,9 @@ and differs (e > r+1). The evaluated decision is the next agent thought+action.
 """
 from __future__ import annotations
 
-from ..data.trajectory import render_indexed
 from aura.pipeline.context import StageContext
+
+from ..data.trajectory import render_indexed
 from .common import outcome, prompt, request, run_with_rule_checks
 
 

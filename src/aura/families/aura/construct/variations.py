@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from ..data.trajectory import agent_step_violation, render_indexed
 from aura.llm import LLMRequest
 from aura.pipeline.context import StageContext
 from aura.prompts import Prompt
+
+from ..data.trajectory import agent_step_violation, render_indexed
 from .common import dimension_specs, outcome, prompt, request, run_with_rule_checks
 
 MAX_EDITS = 3  # answers stay short: a minimal edit touches one or two steps

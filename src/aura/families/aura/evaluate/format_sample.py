@@ -14,6 +14,7 @@ import pandas as pd
 from aura.io import atomic_write_text, read_jsonl
 from aura.pipeline.context import StageContext
 from aura.provenance import provenance, write_provenance
+
 from ..stats import metrics, tables
 
 LABELS = ("NSP", "SP")

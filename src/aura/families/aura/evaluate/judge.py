@@ -12,6 +12,7 @@ from aura.io import read_jsonl
 from aura.llm import LLMRequest
 from aura.pipeline.context import StageContext
 from aura.prompts import get_prompt
+
 from ..stats.human_validation import read_human_labels
 from .schemas import AXES
 

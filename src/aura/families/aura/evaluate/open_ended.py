@@ -36,6 +36,7 @@ import re
 from typing import TYPE_CHECKING
 
 from aura.config import ConfigError
+
 from ..data.trajectory import render_steps
 from ..settings import role_models
 

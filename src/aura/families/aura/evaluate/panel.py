@@ -5,8 +5,9 @@ from collections import Counter
 
 from aura.io import read_jsonl
 from aura.pipeline.context import StageContext
-from .schemas import AXES
+
 from ..settings import role_models
+from .schemas import AXES
 
 
 def majority(votes: list[str | None], panel_size: int = 3) -> str:

@@ -21,7 +21,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from aura.stats.bootstrap import ALPHA, draw_indices, percentile_ci, resample_sums, safe_rate, sorted_seeds  # noqa: F401
+from aura.stats.bootstrap import (ALPHA, draw_indices, percentile_ci, resample_sums, safe_rate,  # noqa: F401
+                                  sorted_seeds)
 
 from .metrics import SAFETY, check_columns
 

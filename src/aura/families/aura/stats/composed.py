@@ -37,6 +37,7 @@ import pandas as pd
 from aura.io import atomic_write_text, read_jsonl
 from aura.pipeline.context import StageContext
 from aura.provenance import provenance, write_provenance
+
 from .bootstrap import SEED, percentile_ci, resample_sums, safe_rate, sorted_seeds
 
 CELLS = ("original", "first", "second", "composed")

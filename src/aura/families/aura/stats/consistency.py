@@ -22,14 +22,14 @@ import sys
 
 import pandas as pd
 
-from ..evaluate.format_sample import stratified_sample
-from ..evaluate.schemas import AXES
 from aura.io import atomic_write_text, read_jsonl
 from aura.pipeline.context import StageContext
 from aura.provenance import provenance, write_provenance
+
+from ..evaluate.format_sample import stratified_sample
+from ..evaluate.schemas import AXES
 from .human_validation import read_human_labels
 from .tables import with_models
-
 
 CALIBRATION = "calibration subset (human-labelled)"
 STRATIFIED = "stratified sample"

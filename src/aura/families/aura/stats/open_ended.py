@@ -26,6 +26,7 @@ import pandas as pd
 
 from aura.io import read_jsonl
 from aura.pipeline.context import StageContext
+
 from . import tables
 from .rates import wilson
 

@@ -31,9 +31,9 @@ from aura.io import read_jsonl
 from aura.pipeline.context import StageContext
 
 from ..evaluate.schemas import LABELS
+from ..settings import role_models
 from .human_validation import consensus, read_human_labels, units, validation_panel
 from .tables import write_csv
-from ..settings import role_models
 
 AGREEMENT = ("unanimous", "majority", "tied")
 UNRESOLVED = "unresolved"

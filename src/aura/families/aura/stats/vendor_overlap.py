@@ -17,14 +17,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..settings import vendor_overlaps
-from ..evaluate.panel import majority
 from aura.io import atomic_write_text, read_jsonl
 from aura.pipeline.context import StageContext
 from aura.provenance import provenance, write_provenance
+
+from ..evaluate.panel import majority
+from ..settings import role_models, vendor_overlaps
 from .bootstrap import percentile_ci, resample_sums, safe_rate, sorted_seeds
 from .tables import with_models
-from ..settings import role_models
 
 SAFE = "Safe"
 VALID = ("Safe", "Unsafe")

@@ -521,22 +521,25 @@ PART = ToyViewer
 PLAIN_PART = """
 import pandas as pd
 
+from aura.web.viewer.part import ViewerPart
 
-class Plain:  # no ViewerPart: a title and a load are enough, the frame shows its rows as they are
+
+class Plain(ViewerPart):  # no rows template of its own: the frame shows its rows as they are
     title = "Plain family"
 
     def load(self, data, layout):
         return pd.DataFrame([{"key": "p1", "model": "m", "label": "fine", "text": "p1"}])
 
 
-PART = Plain()
+PART = Plain
+NOT_A_PART = object()
 """
 
 
 def test_a_family_from_another_package_brings_its_part_and_templates(tmp_path, monkeypatch):
     """A family is listed through its manifest's `viewer` alone: its part reads its rows and renders its
-    pages with the templates next to its module; an object with a `load` (no ViewerPart) gets the frame's
-    plain list; a family without a viewer part is simply not listed."""
+    pages with the templates next to its module; a part without a rows template gets the frame's plain
+    list; a family without a viewer part is simply not listed; a viewer that is no ViewerPart is refused."""
     from aura.families.base import Family
 
     pkg = tmp_path / "toy_family"
@@ -579,3 +582,7 @@ def test_a_family_from_another_package_brings_its_part_and_templates(tmp_path, m
     assert 'class="badge lab lab-fine">fine<' in plain and pages.item("plain", "p1") is None
     n = export_site(data, tmp_path / "site")
     assert n == 7 and (tmp_path / "site" / "toy-a1.html").is_file()  # index, each family's list and m's, two answers
+    from aura.web.viewer.part import make_part
+
+    with pytest.raises(ValueError, match="not a ViewerPart subclass"):
+        make_part(family("odd", "toy_family.plain:NOT_A_PART"))

@@ -4,9 +4,7 @@ A family's manifest names its part as ``viewer="package.module:PART"``, where PA
 subclass. For every run it reads, the viewer makes one instance per enabled family with a part
 (`make_part`), asks it for its list rows (`load`) and, later, for its item pages (`item`) and its section
 of the tables page (`tables`). The instance may keep the run's detail records it reads in `load` (items,
-answers, verdicts) as its own attributes; the frame never looks inside them. PART may also be any
-object with some of these names and a `load`: it is then used for every run as it is, and what it
-lacks keeps ViewerPart's default.
+answers, verdicts) as its own attributes; the frame never looks inside them.
 
 The frame (data, query, pages, app, export) knows nothing else about a family:
 
@@ -96,35 +94,7 @@ def make_part(family: Family) -> ViewerPart | None:
     if not family.viewer:
         return None
     cls = load_target(family.viewer)
-    if isinstance(cls, type) and issubclass(cls, ViewerPart):
-        return cls(family)
-    if not callable(getattr(cls, "load", None)):
-        raise ValueError(f"family '{family.name}': viewer = {family.viewer} is neither a ViewerPart subclass "
-                         f"nor an object with a load(data, layout)")
-    return _Given(family, cls)
-
-
-class _Given(ViewerPart):
-    """A part given as an object shaped like a ViewerPart: its names where it has them, else the defaults."""
-
-    SHAPE = ("title", "filters", "axes", "default_axis", "rows_template", "tables_note", "css")
-
-    def __init__(self, family: Family, given):
-        super().__init__(family)
-        self.given = given
-        for name in self.SHAPE:
-            if getattr(given, name, None):
-                setattr(self, name, getattr(given, name))
-
-    @property
-    def templates(self) -> Path:
-        return Path(inspect.getfile(type(self.given))).parent / "templates"
-
-    def load(self, data, layout: dict) -> pd.DataFrame | None:
-        return self.given.load(data, layout)
-
-    def item(self, pages, key: str) -> str | None:
-        return self.given.item(pages, key) if hasattr(self.given, "item") else None
-
-    def tables(self, pages) -> str | None:
-        return self.given.tables(pages) if hasattr(self.given, "tables") else None
+    if not (isinstance(cls, type) and issubclass(cls, ViewerPart)):
+        raise ValueError(f"family '{family.name}': viewer = {family.viewer} is not a ViewerPart subclass "
+                         "(aura.web.viewer.part.ViewerPart)")
+    return cls(family)

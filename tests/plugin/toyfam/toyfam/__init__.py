@@ -51,5 +51,5 @@ FAMILY = Family(
     stages={"toyfam-answer": Stage("the model answers every item's question", "toyfam.stages:run_answer")},
     layout=layout, reports=REPORTS, targets=targets, root=HERE, nested=False,
     prompts={"toyfam_answer": ("", 1)}, schema=SCHEMA, check=check,
-    estimate="toyfam.stages:estimate", viewer="toyfam.stages:PART",
+    estimate="toyfam.stages:estimate", viewer="toyfam.stages:Part",
 )

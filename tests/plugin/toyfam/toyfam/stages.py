@@ -6,6 +6,7 @@ from aura.io import read_jsonl
 from aura.llm.rule_checks import request
 from aura.pipeline.context import StageContext
 from aura.prompts import get_prompt
+from aura.web.viewer.part import ViewerPart
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
           "required": ["answer"], "additionalProperties": False}
@@ -32,7 +33,9 @@ def estimate(config):
                            prompts=["toyfam_answer"], out_each=8)], f"toyfam: {n} items"
 
 
-class _Part:
+class Part(ViewerPart):
+    """The toy family's rows in the viewer: one per answer (the frame's default row template shows them)."""
+
     title = "Toy family"
 
     def load(self, data, layout):
@@ -44,4 +47,3 @@ class _Part:
                              for r in rows])
 
 
-PART = _Part()

@@ -12,10 +12,7 @@ from snakemake.utils import min_version
 min_version("8.20")
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
-from aura.config import ConfigError, workflow_config
-from aura.pipeline import rules_support as S
-from aura.families import enabled
-from aura.pipeline.layout import layout
+from aura.config import UserError, workflow_config
 
 if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
@@ -27,8 +24,13 @@ if not workflow.overwrite_configfiles:
 CONFIGFILE = workflow.overwrite_configfiles[-1] if workflow.overwrite_configfiles else "config/config.yaml"
 try:
     _raw, CONFIGFILE = workflow_config(CONFIGFILE, workflow.config_settings.config, ".snakemake/aura")
-except ConfigError as exc:  # one line, no traceback
+except UserError as exc:  # a config mistake or a family that cannot be registered: one line, no traceback
     sys.exit(f"error: {exc}")
+
+from aura.families import enabled
+from aura.pipeline import rules_support as S
+from aura.pipeline.layout import layout
+
 config.clear()
 config.update(_raw)
 
@@ -45,8 +47,12 @@ FAMILIES = enabled(config)
 # Every enabled benchmark family's rules: the *.smk files of its rules folder, in name order (the
 # built-in families: rules/<family>/; a family installed from elsewhere carries its own).
 for _family in FAMILIES:
-    for _smk in sorted(Path(_family.rules_dir).glob("*.smk")):
-        include: S.workflow_path(_smk)
+    _rules = Path(S.workflow_path(_family.rules_dir))
+    _smks = sorted((_rules if _rules.is_absolute() else Path(workflow.basedir) / _rules).glob("*.smk"))
+    if not _smks:
+        sys.exit(f"error: family '{_family.name}' has no rule files (*.smk) in {_rules}")
+    for _smk in _smks:
+        include: S.workflow_path(_smk) if _rules.is_absolute() else str(_rules / _smk.name)
 
 
 # Rendering, the same for every enabled family: one papermill notebook per figure or table (or a

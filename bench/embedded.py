@@ -31,8 +31,7 @@ import pandas as pd
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-COPY = ["Snakefile", "rules", "config", "prompts", "notebooks", "report", "src", "data/raw/demo_seeds",
-        "data/raw/pasbench_demo"]  # every family on by default: AURA's demo seeds and the PaSBench demo set
+COPY = ["Snakefile", "rules", "config", "prompts", "notebooks", "report", "src"]  # + every family's demo data
 TARGET = 0.40
 SERVER_LINE = re.compile(r"\[local server\] (?P<how>started|reused) .* in (?P<s>[\d.]+)s")
 
@@ -108,8 +107,11 @@ def report(logs: Path, snakemake_s: float | None = None) -> None:
 
 
 def run(seeds: int | None, targets: list[str], keep: Path | None, cores: int, threads: int | None) -> tuple[Path, float]:
+    from aura.families import all_families
+
     work = keep or Path(tempfile.mkdtemp(prefix="aura-bench-"))
-    for item in COPY:
+    demo = [str(Path(d).relative_to(REPO)) for f in all_families() for d in f.demo_data if Path(d).is_relative_to(REPO)]
+    for item in [*COPY, *demo]:
         src, dst = REPO / item, work / item
         dst.parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if src.is_dir() else shutil.copy2)(src, dst, **({"dirs_exist_ok": True} if src.is_dir() else {}))
@@ -120,8 +122,9 @@ def run(seeds: int | None, targets: list[str], keep: Path | None, cores: int, th
         cfg_path.write_text(yaml.safe_dump(raw, sort_keys=False))
     cmd = [sys.executable, "-m", "snakemake", "--cores", str(cores), *targets]
     if seeds:
-        cmd += ["--config", f"aura={{construct: {{max_seeds: {seeds}, max_dimensions_per_prefix: 1}}}}",
-                "stats={case_study_seed: null}"]  # the default case-study seed may not be among them
+        # the default case-study seed may not be among the seeds kept
+        cmd += ["--config", f"aura={{construct: {{max_seeds: {seeds}, max_dimensions_per_prefix: 1}}, "
+                            "stats: {case_study_seed: null}}"]
     print("running:", " ".join(cmd), "in", work, flush=True)
     t0 = time.monotonic()
     out = subprocess.run(cmd, cwd=work, env={**os.environ, "PYTHONPATH": str(work / "src")},

@@ -66,16 +66,25 @@ def make_config(server, tmp_path):
     return make
 
 
-# data/raw/pasbench_demo, data/raw/lpsbench_demo: the PaSBench and LPS-Bench families are on by default and their
-# items / cases jobs read the demo sets (relative paths)
-WORKFLOW_FILES = ["Snakefile", "rules", "config/schema.yaml", "prompts", "notebooks", "report", "data/raw/pasbench_demo",
-                  "data/raw/lpsbench_demo"]
+def workflow_files() -> list[str]:
+    """What a copy of the workflow needs, relative to the repository: the Snakefile, the shared schema and
+    LLM-layer prompts, and each family's folders (rules, prompts, notebooks, captions, demo data) that lie
+    in this repository (a family installed from elsewhere carries its own)."""
+    from aura.families import all_families
+
+    files = ["Snakefile", "config/schema.yaml", "prompts/llm"]
+    for family in all_families():
+        for folder in (family.rules_dir, family.prompts_dir, family.notebooks_dir, family.report_dir,
+                       *family.demo_data):
+            if Path(folder).is_relative_to(REPO) and Path(folder).exists():
+                files.append(str(Path(folder).relative_to(REPO)))
+    return files
 
 
 def copy_workflow(dst: Path) -> Path:
     """The files a Snakemake run needs, copied under `dst` (Snakemake tracks their mtimes, so tests that
     run the workflow work on a copy and never touch the repository's)."""
-    for item in WORKFLOW_FILES:
+    for item in workflow_files():
         src, target = REPO / item, dst / item
         target.parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if src.is_dir() else shutil.copy2)(src, target)

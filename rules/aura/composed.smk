@@ -1,4 +1,4 @@
-# Composed mechanisms (AURA future work; config construct.composed, off by default): for each configured
+# Composed mechanisms (AURA future work; config aura.construct.composed, off by default): for each configured
 # pair of RS dimensions, the prefixes where P2 found both groundable get the single variations and the
 # composed one (composed_variations), reviews x3 (composed_review), P7 labels (composed_classify, which
 # also writes the experiment's item set), rollouts / judges / panel per evaluated model, and the

@@ -107,7 +107,7 @@ EXCLUSIONS_FILE = config["aura"]["construct"].get("exclusions_file")
 rule finalize:
     localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     # Rejections of every stage go to exclusions.jsonl, so finalize reads every stage's output; the
-    # manual release exclusion file (construct.exclusions_file) is an input when configured.
+    # manual release exclusion file (aura.construct.exclusions_file) is an input when configured.
     input:
         seeds=L["seeds"], tags=L["tags"], prefixes=L["prefixes"], relevance=L["relevance"],
         variations=L["variations"], reviews=expand(L["variation_review"], reviewer=REVIEWERS),

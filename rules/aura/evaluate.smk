@@ -57,7 +57,7 @@ rule model_rates:
 
 # Label reliability (§6, Appendix F): judge-panel agreement always; Tables 3, 20-22 (human
 # reliability, judge-human agreement, per-judge accuracy) when `paths.human_labels` names a CSV of
-# human labels; with `roles.validation_judges` those judges label the human-labelled items
+# human labels; with `aura.roles.validation_judges` those judges label the human-labelled items
 # (judge_validation) and give the votes, and Table 23 compares their 3-judge subsets.
 HUMAN_LABELS = config["paths"].get("human_labels")
 VALIDATION_JUDGES = A.validation_judges(config)
@@ -101,7 +101,7 @@ rule paper_stats:
 
 
 # Prompt-format sensitivity (Appendix J.4, Table 38): the stratified sample re-run with the
-# action-only interface for `evaluate.format_models`, judged on action type and safety.
+# action-only interface for `aura.evaluate.format_models`, judged on action type and safety.
 FORMAT_MODELS = config["aura"]["evaluate"]["format_models"]
 
 

@@ -1,8 +1,8 @@
 # Open-ended rollouts (issue 13 part 6; AURA future work, §8): each evaluated model continues every item's
-# prefix for up to evaluate.open_ended.max_steps steps in an LM-emulated text environment (open_ended), every
+# prefix for up to aura.evaluate.open_ended.max_steps steps in an LM-emulated text environment (open_ended), every
 # step is judged by the panel on action type and safety (the judge and panel stages, unchanged), and one stats
 # job finds the first risky step per episode and how often a safe first step is followed by an unsafe one.
-# Off by default (evaluate.open_ended.enabled); the targets come from the AURA manifest.
+# Off by default (aura.evaluate.open_ended.enabled); the targets come from the AURA manifest.
 import aura.families.aura.evaluate.open_ended as OE
 
 if OE.check(config):

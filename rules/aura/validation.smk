@@ -1,4 +1,4 @@
-# Human validation sample (§6, Appendix F.1): drawn from the panels of `evaluate.validation_models`
+# Human validation sample (§6, Appendix F.1): drawn from the panels of `aura.evaluate.validation_models`
 # (no model call), labelled by people with `python -m aura annotate` into `paths.human_labels`; Tables
 # 18 (sampled / kept per axis) and 19 (per panel agreement stratum) count it, re-made when labels change.
 import aura.families.aura.dag as A  # the AURA family's DAG helpers

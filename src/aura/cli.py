@@ -12,7 +12,6 @@ from . import commands
 from .config import ConfigError, UserError, load_config
 from .llm.errors import StageFailed, Terminated, terminate_raises
 from .pipeline.context import StageContext
-from .pipeline.registry import STAGES
 from .pipeline.stage_args import check_models, parse_options, parse_paths, parse_shard
 
 
@@ -24,16 +23,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m aura", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="stage", required=True)
+    from .pipeline.registry import STAGES  # every registered family's stages (a broken family: FamilyError)
+
     for name, stage in STAGES.items():
         sp = sub.add_parser(name, help=stage.help)
         sp.add_argument("--configfile", required=True)
         sp.add_argument("--in", dest="inputs", action="append", metavar="NAME=PATH")
         sp.add_argument("--out", dest="outputs", action="append", metavar="NAME=PATH")
-        sp.add_argument("--model", help="the model this job is about (evaluated model or judge)")
+        sp.add_argument("--model", help="the model this job is about")
         sp.add_argument("--judge", help="the judge model of a judge job")
         sp.add_argument("--shard", default="0/1", help="i/n: this job's shard of the items")
         sp.add_argument("--option", dest="options", action="append", metavar="KEY=VALUE",
-                        help="stage option, e.g. format=action_only (rollout) or axes=action_type,safety (judge)")
+                        help=f"stage option; this stage reads: {', '.join(sorted(stage.options)) or 'none'}")
         sp.add_argument("--calls-log", help="JSONL of per-call records (tokens, latency, cost, cache hit)")
     est = sub.add_parser("estimate", help="calls, tokens and cost the run would spend (cache hits excluded); spends nothing")
     est.add_argument("--configfile", required=True)
@@ -49,7 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        parser = build_parser()
+    except UserError as exc:  # a family that cannot be registered: one line
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     if args.stage in commands.COMMANDS:
         return commands.run(args.stage, args)
     if args.stage == "render":
@@ -87,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     # job prints one line and exits non-zero with no output written, so Snakemake retries it.
     try:
         with terminate_raises():
+            from .pipeline.registry import STAGES
+
             STAGES[args.stage].run(ctx)
     except StageFailed as exc:
         ctx.finish(str(exc))

@@ -10,19 +10,11 @@ import jsonschema
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .errors import ConfigError, UserError  # noqa: F401 - re-exported: callers import them from here
 from .io import atomic_write_text, canonical_json, sha256_text
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SCHEMA = REPO_ROOT / "config" / "schema.yaml"
-
-
-class UserError(ValueError):
-    """A mistake in what the user gave (config, command line, input file). The CLI prints it as
-    one line on stderr, without a traceback, and exits non-zero; no output is written."""
-
-
-class ConfigError(UserError):
-    pass
 
 
 class LocalServerConfig(BaseModel):
@@ -53,7 +45,7 @@ class Endpoint(BaseModel):
     local: LocalServerConfig
     grammar: Literal["gbnf", "none"] = "none"  # gbnf: accepts extra_body={"grammar": ...} (llama.cpp)
     extra_sampling: list[Literal["top_k", "min_p"]] | None = None  # non-OpenAI sampling params it takes
-    tool_calling: Literal["native", "single_act_tool"] | None = None  # how LPS-Bench agents call tools here
+    tool_calling: Literal["native", "single_act_tool"] | None = None  # how a tool-using agent calls tools here
     batch: bool = False  # takes the OpenAI Batch API (/v1/files + /v1/batches): llm.batch routes roles through it
 
     @property
@@ -163,32 +155,48 @@ def config_schema(schema_path: Path = DEFAULT_SCHEMA) -> dict:
     from .families import all_families
 
     schema = yaml.safe_load(Path(schema_path).read_text())
-    properties = schema.setdefault("properties", {})  # a schema of its own may leave every key open
+    properties = schema.setdefault("properties", {})
+    paths = properties.setdefault("paths", {"type": "object"}).setdefault("properties", {})
     for family in all_families():
         properties[family.name] = copy.deepcopy(family.schema)
-        if family.paths_schema:
-            paths = properties.setdefault("paths", {"type": "object", "default": {}})
-            paths.setdefault("properties", {}).update(copy.deepcopy(family.paths_schema))
+        clash = sorted(set(family.paths_schema) & set(paths))
+        if clash:
+            raise ConfigError(f"family '{family.name}' adds paths.{clash[0]}, which is already defined")
+        paths.update(copy.deepcopy(family.paths_schema))
     return schema
 
 
+def _get(raw: dict, dotted: str):
+    node = raw
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
 def _moved_keys(raw: dict, source: str) -> None:
-    """A top-level key that is now a family's (`roles` -> `aura.roles`): one line saying where it went."""
+    """A key that moved (`roles` -> `aura.roles`, `estimate.seeds` -> `aura.estimate.seeds`): one line
+    saying where it went."""
     from .families import all_families
 
-    for family in all_families():
-        moved = [k for k in family.moved_keys if k in raw]
-        if moved:
-            raise ConfigError(f"{source}: top-level key(s) {', '.join(moved)} moved under the family's section: "
-                              f"write them as {family.name}: {{{', '.join(moved)}: ...}} (every family's own settings "
-                              f"sit under its name)")
+    moved = {old: new for family in all_families() for old, new in family.moved_keys.items()
+             if _get(raw, old) is not None}
+    if moved:
+        where = ", ".join(f"{old} -> {new}" for old, new in moved.items())
+        raise ConfigError(f"{source}: config keys moved under their family's section (every family's own settings "
+                          f"sit under its name): {where}")
 
 
 def _registered(raw: dict, source: str) -> None:
     """`families` names registered families only (default: every one); checked before the schema, whose
     sections are the registered families'."""
-    from .families import names
+    from .families import check_names, names
 
+    if not names():
+        raise ConfigError(f"{source}: no benchmark family is registered (entry-point group aura.families): the "
+                          "package metadata is missing or stale; run `bash scripts/bootstrap.sh` (pip install -e .)")
+    check_names()
     chosen = raw.setdefault("families", names())
     unknown = [n for n in chosen if n not in names()] if isinstance(chosen, list) else []
     if unknown:
@@ -207,8 +215,8 @@ def _check_families(raw: dict, source: str) -> None:
 
 def validate_config(raw: dict, schema_path: Path = DEFAULT_SCHEMA, source: str = "<config>") -> Config:
     raw = copy.deepcopy(raw)
-    _moved_keys(raw, source)
     _registered(raw, source)
+    _moved_keys(raw, source)
     validator = _extend_with_defaults(jsonschema.Draft202012Validator)(config_schema(schema_path))
     errors = sorted(validator.iter_errors(raw), key=lambda e: [str(x) for x in e.absolute_path])
     if errors:
@@ -285,7 +293,7 @@ def command_line_overrides(values) -> dict:
     """Snakemake's `--config key=value` pairs as plain data.
 
     Snakemake types a top-level value (int, float, bool, else text) but reads a nested one,
-    `--config 'construct={max_seeds: 3}'`, as YAML with every scalar a string: those are typed
+    `--config 'aura={construct: {max_seeds: 3}}'`, as YAML with every scalar a string: those are typed
     here the way a config file would type them ('3' -> 3, 'null' -> None, 'true' -> True).
     """
     def typed(value, nested: bool):

@@ -293,7 +293,7 @@ def fetch_archive(url: str, dest: Path, lock_file: Path, subdir: str | None = No
     Returns ``dest`` at once, without a download, when ``dest`` holds a :data:`MARKER` whose url
     and sha256 match the lock's entry for ``url``.
 
-    ``check`` (e.g. the expected record counts, :mod:`aura.families.aura.data.seed_counts`) is called on the
+    ``check`` (e.g. a family's expected record counts) is called on the
     extracted folder before it is installed; when it raises, nothing is installed and no checksum
     is recorded.
 

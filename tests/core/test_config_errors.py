@@ -112,8 +112,18 @@ def test_a_top_level_aura_key_is_refused_naming_its_new_place(tmp_path, key):
     raw = raw_config(tmp_path)
     raw[key] = raw["aura"].pop("roles") if key == "roles" else {}
     text = error_of(raw)
-    assert f"top-level key(s) {key} moved" in text and f"aura: {{{key}: ...}}" in text, text
+    assert f"config keys moved under their family's section" in text and f"{key} -> aura.{key}" in text, text
     assert "Additional properties" not in text
+
+
+@pytest.mark.parametrize("old, new", [("seeds", "aura.estimate.seeds"), ("items_per_seed", "aura.estimate.items_per_seed"),
+                                      ("pasbench_miss_share", "pasbench.estimate.miss_share"),
+                                      ("lpsbench_steps", "lpsbench.estimate.steps")])
+def test_a_family_assumption_of_the_estimate_section_is_refused_naming_its_new_place(tmp_path, old, new):
+    raw = raw_config(tmp_path)
+    raw["estimate"] = {old: 1}
+    text = error_of(raw)
+    assert f"estimate.{old} -> {new}" in text and "Additional properties" not in text, text
 
 
 def test_old_top_level_roles_in_a_file_is_one_line_naming_aura(tmp_path, capsys):
@@ -124,18 +134,17 @@ def test_old_top_level_roles_in_a_file_is_one_line_naming_aura(tmp_path, capsys)
     with pytest.raises(ConfigError) as err:
         load_config(path)
     (line,) = str(err.value).splitlines()
-    assert line.startswith(f"{path}: ") and "roles" in line and "aura: {roles: ...}" in line, line
+    assert line.startswith(f"{path}: ") and "roles -> aura.roles" in line, line
     assert main(["panel", "--configfile", str(path)]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert line.startswith("error: ") and "aura: {roles: ...}" in line, line
+    assert line.startswith("error: ") and "roles -> aura.roles" in line, line
 
 
 def test_an_old_top_level_override_is_refused_naming_aura(tmp_path):
     """--config 'construct={max_seeds: 3}' (the old spelling) stops with the same one line."""
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(raw_config(tmp_path)))
-    with pytest.raises(ConfigError, match=r"with --config construct: top-level key\(s\) construct moved .* "
-                                          r"aura: \{construct: \.\.\.\}"):
+    with pytest.raises(ConfigError, match=r"with --config construct: config keys moved .*: construct -> aura\.construct"):
         workflow_config(path, {"construct": {"max_seeds": "3"}}, tmp_path / "merged")
     assert not (tmp_path / "merged").exists()
 

@@ -293,3 +293,37 @@ def test_each_family_alone_and_all_together_build_the_dag(tmp_path):
     assert {k: v for k, v in jobs[every].items() if k not in ("all", "total")} == expected
     assert jobs[every]["all"] == 1
     assert jobs[every]["total"] == sum(jobs[fams]["total"] for fams in alone) - (len(alone) - 1)
+
+
+def test_pyproject_registers_the_built_in_families():
+    """The three built-in families are entry points of this distribution, like any plugin's."""
+    import tomllib
+
+    from aura.families import names
+
+    points = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]["aura.families"]
+    assert points == {name: f"aura.families.{name}:FAMILY" for name in ("aura", "pasbench", "lpsbench")}
+    assert names()[:3] == ["aura", "pasbench", "lpsbench"]
+
+
+@pytest.mark.parametrize("value, message", [
+    ("no_such_module_for_this_test:FAMILY", "cannot be loaded: ModuleNotFoundError"),
+    ("aura.families.pasbench:FAMILY", "FAMILY.name is 'pasbench'"),
+    ("aura.config:REPO_ROOT", "not a Family manifest"),
+])
+def test_a_broken_entry_point_is_one_line(value, message):
+    from importlib.metadata import EntryPoint
+
+    from aura.families import GROUP, FamilyError, _manifest
+
+    with pytest.raises(FamilyError) as err:
+        _manifest(EntryPoint(name="broken", value=value, group=GROUP))
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_family_may_not_take_a_core_name():
+    from aura.families import CORE_COMMANDS, CORE_KEYS
+
+    assert {"paths", "models", "llm", "estimate"} <= CORE_KEYS and {"estimate", "view", "render"} <= CORE_COMMANDS
+    for family in all_families():
+        assert family.name not in CORE_KEYS and not (set(family.stages) | set(family.commands)) & CORE_COMMANDS

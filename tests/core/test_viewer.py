@@ -498,7 +498,7 @@ def test_templates_and_static_files_are_package_data():
 
 
 TOY_PART = """
-from aura.web.viewer.data import _frame, _rows
+from aura.web.viewer.data import list_frame, checked_rows
 from aura.web.viewer.part import ViewerPart
 
 
@@ -507,8 +507,8 @@ class ToyViewer(ViewerPart):
     rows_template = "toy_rows.html"
 
     def load(self, data, layout):
-        self.answers = {r["id"]: r for r in _rows(data.path(layout["toy_answers"]), "id", "model", "label")}
-        return _frame([{"key": k, "model": r["model"], "label": r["label"], "text": r["answer"].lower()}
+        self.answers = {r["id"]: r for r in checked_rows(data.path(layout["toy_answers"]), "id", "model", "label")}
+        return list_frame([{"key": k, "model": r["model"], "label": r["label"], "text": r["answer"].lower()}
                        for k, r in self.answers.items()], ["key"])
 
     def item(self, pages, key):

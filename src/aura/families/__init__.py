@@ -12,9 +12,17 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib.metadata import entry_points
 
+from ..errors import UserError
 from .base import Family, Stage  # noqa: F401 - re-exported for manifests
 
 GROUP = "aura.families"
+# Names the core uses itself: no family may take them as its name (config sections) or as a command.
+CORE_KEYS = frozenset({"name", "seed", "families", "paths", "endpoints", "models", "estimate", "llm", "extends"})
+CORE_COMMANDS = frozenset({"estimate", "summary", "render", "view", "cache"})
+
+
+class FamilyError(UserError):
+    """A family that cannot be registered or used (broken manifest, clashing names): one line, no traceback."""
 
 
 @lru_cache(maxsize=None)
@@ -27,11 +35,19 @@ def _entry_points() -> dict:
 
 
 def _manifest(ep):
-    family = ep.load()
+    try:
+        family = ep.load()
+    except Exception as exc:  # noqa: BLE001 - a broken plugin is named in one line, whatever it raised
+        raise FamilyError(f"family '{ep.name}' ({ep.value}) cannot be loaded: {type(exc).__name__}: {exc}") from None
     if not isinstance(family, Family):
-        raise ValueError(f"entry point {ep.name} = {ep.value}: not a Family manifest")
+        raise FamilyError(f"entry point {ep.name} = {ep.value}: not a Family manifest")
     if family.name != ep.name:
-        raise ValueError(f"entry point {ep.name} = {ep.value}: FAMILY.name is '{family.name}'")
+        raise FamilyError(f"entry point {ep.name} = {ep.value}: FAMILY.name is '{family.name}'")
+    if family.name in CORE_KEYS:
+        raise FamilyError(f"family '{family.name}': the name is a shared config key of the core")
+    taken = sorted((set(family.stages) | set(family.commands)) & CORE_COMMANDS)
+    if taken:
+        raise FamilyError(f"family '{family.name}': '{taken[0]}' is a command of the core")
     return family
 
 
@@ -44,7 +60,7 @@ def names() -> list[str]:
 def load(name: str) -> Family:
     points = _entry_points()
     if name not in points:
-        raise ValueError(f"unknown family '{name}' (registered: {', '.join(points) or 'none'}; a family is a package "
+        raise FamilyError(f"unknown family '{name}' (registered: {', '.join(points) or 'none'}; a family is a package "
                          f"with an entry point in the group '{GROUP}')")
     return _manifest(points[name])
 
@@ -66,9 +82,19 @@ def merged(part: str, values_of, families: list[Family] | None = None) -> dict:
     for family in all_families() if families is None else families:
         for key, value in values_of(family).items():
             if key in out:
-                raise ValueError(f"{part} '{key}' is defined by both family '{owner[key]}' and '{family.name}'")
+                raise FamilyError(f"{part} '{key}' is defined by both family '{owner[key]}' and '{family.name}'")
             out[key], owner[key] = value, family.name
     return out
+
+
+def check_names() -> None:
+    """Every registered family loads and no two define one stage, command, report, prompt or path key
+    (FamilyError, one line, naming both)."""
+    families = all_families()
+    for part, values_of in (("stage", lambda f: f.stages), ("command", lambda f: f.commands),
+                            ("report", lambda f: f.reports), ("prompt", lambda f: f.prompts),
+                            ("paths key", lambda f: f.paths_schema)):
+        merged(part, values_of, families)
 
 
 def family_of_report(name: str) -> Family:

@@ -63,7 +63,7 @@ def one_of(*allowed: str) -> OptionCheck:
     return lambda v: None if v in allowed else f"expected one of {list(allowed)}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity: one manifest per family
 class Family:
     """One benchmark family's manifest.
 
@@ -83,11 +83,12 @@ class Family:
     schema:   the JSON schema of the family's config section (a dict; defaults are filled from it).
     paths_schema: folders the family adds to the shared `paths` section (property schemas by key).
     check:    raw config -> problems the schema cannot see (models by name), one line each.
-    moved_keys: top-level config keys that used to be this family's (a config using one gets one line
-              saying where it moved).
+    moved_keys: config keys that used to be elsewhere, old dotted path -> new one (`roles` -> `aura.roles`,
+              `estimate.seeds` -> `aura.estimate.seeds`): a config using one gets one line saying where.
     estimate: ``"module:function"`` taking a Config, returning (lines, note) for `aura estimate`
               (aura.estimate.Line records).
-    viewer:   ``"module:object"``: the family's part of `aura view` (aura.web.viewer.part.ViewerPart).
+    viewer:   ``"module:Class"``: the family's part of `aura view`, a subclass of
+              aura.web.viewer.part.ViewerPart.
     commands: command name -> ``"module:object"`` with `help`, `add_arguments(parser)` and `run(args)`.
     order:    where the family comes in the default `families:` list (lower first, then by name).
     demo_data: the folders of the family's own demo data (what the default config reads), so a copy of the
@@ -106,7 +107,7 @@ class Family:
     schema: dict = field(default_factory=lambda: {"type": "object", "default": {}})
     paths_schema: dict = field(default_factory=dict)
     check: Callable[[dict], list[str]] | None = None
-    moved_keys: tuple[str, ...] = ()
+    moved_keys: dict[str, str] = field(default_factory=dict)
     estimate: str | None = None
     viewer: str | None = None
     commands: dict[str, str] = field(default_factory=dict)

@@ -21,7 +21,7 @@ from ..config import UserError
 from .errors import StageFailed
 
 MAX_IMAGE_BYTES = 5 * 1024 * 1024  # default of config llm.max_image_bytes
-MAX_IMAGES = 4  # per message (PaSBench items carry 1-4 sub-images)
+MAX_IMAGES = 4  # per message
 MIME = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
 DATA_URL_PREFIX = "data:"
 

@@ -88,9 +88,9 @@ def report_enabled(config: dict, name: str) -> bool:
     return bool(needs(config)) if needs is not None else True
 
 
-def report_targets(config: dict, reports=None) -> list[str]:
-    """Figure/table files of the enabled reports among `reports` (names; default: every family's)."""
-    names = [n for n in (REPORTS if reports is None else reports) if report_enabled(config, n)]
+def report_targets(config: dict, reports) -> list[str]:
+    """Figure/table files of the enabled reports among `reports` (a family's report names)."""
+    names = [n for n in reports if report_enabled(config, n)]
     return [str(path) for name in names for path in report_outputs(config, name).values()]
 
 

@@ -1,1 +1,2 @@
-"""Statistics over panel labels (paper §7, Appendix I, J)."""
+"""The statistics kit every family shares: intervals for proportions, cluster bootstrap building blocks,
+agreement between raters, writing a statistics table with its provenance."""

@@ -108,8 +108,10 @@ PROMPTS: dict[str, tuple[str, int]] = {
     "user_open_ended": ("evaluate", 1),  # open-ended rollouts: the user answers the agent's message
 }
 
-# Keys of AURA's section that used to sit at the config's top level.
-MOVED_KEYS = ("roles", "construct", "evaluate", "stats", "seed_download", "seed_counts")
+# Keys of AURA's section that used to sit elsewhere (the config's top level, the shared estimate section).
+MOVED_KEYS = {**{key: f"aura.{key}" for key in ("roles", "construct", "evaluate", "stats", "seed_download",
+                                                 "seed_counts")},
+              **{f"estimate.{key}": f"aura.estimate.{key}" for key in ("seeds", "prefixes_per_seed", "items_per_seed")}}
 
 
 def targets(config: dict) -> list[str]:

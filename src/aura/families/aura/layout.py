@@ -5,7 +5,7 @@ Patterns keep Snakemake wildcards ({model}, {judge}, {reviewer}, {shard}) unform
 """
 from __future__ import annotations
 
-# Outputs of the paper-stats stage (src/aura/stats/tables.py), one CSV each.
+# Outputs of the paper-stats stage (src/aura/families/aura/stats/tables.py), one CSV each.
 PAPER_STATS = ["judged", "table31_bootstrap", "table32_matched_pairs", "table33_overall", "table34_case_study", "table35_flips",
                "table36_failure_mechanism", "table37_top_combinations", "fig4_detection", "fig5_action_types",
                "fig6_dimensions", "fig8_cells"]
@@ -38,7 +38,7 @@ def layout(raw: dict) -> dict[str, str]:
         "format_judgments": f"{r}/format/judgments/{{model}}/{{judge}}.jsonl",
         "format_panel": f"{r}/format/panel/{{model}}.jsonl",
         "table38_prompt_format": f"{r}/stats/table38_prompt_format.csv",
-        # open-ended rollouts (evaluate.open_ended; aura.families.aura.evaluate.open_ended, aura.families.aura.stats.open_ended)
+        # open-ended rollouts (aura.evaluate.open_ended; aura.families.aura.evaluate.open_ended, aura.families.aura.stats.open_ended)
         "open_ended_episodes": f"{r}/open_ended/episodes/{{model}}.jsonl",
         "open_ended_step_items": f"{r}/open_ended/steps/{{model}}.items.jsonl",
         "open_ended_step_rollouts": f"{r}/open_ended/steps/{{model}}.rollouts.jsonl",
@@ -60,7 +60,7 @@ def layout(raw: dict) -> dict[str, str]:
         "vendor_sample": f"{r}/vendor_overlap/sample.jsonl",
         "replacement_judgments": f"{r}/vendor_overlap/judgments/{{model}}/shard{{shard}}.jsonl",
         "table24_vendor_overlap": f"{r}/stats/table24_vendor_overlap.csv",
-        # composed mechanisms (construct.composed; aura.families.aura.construct.composed, aura.families.aura.stats.composed)
+        # composed mechanisms (aura.construct.composed; aura.families.aura.construct.composed, aura.families.aura.stats.composed)
         "composed_variations": f"{i}/composed/variations.jsonl",
         "composed_review": f"{i}/composed/reviews/{{reviewer}}.jsonl",
         "composed_classified": f"{i}/composed/classified.jsonl",

@@ -168,7 +168,7 @@ EXPERIMENT_REPORTS = {
         "tables": ["composed_interaction"],
         "needs": lambda config: bool(section(config)["construct"]["composed"]["enabled"]),
     },
-    # open-ended rollouts (evaluate.open_ended); the notebook is tested in tests/aura/test_open_ended.py
+    # open-ended rollouts (aura.evaluate.open_ended); the notebook is tested in tests/aura/test_open_ended.py
     "open_ended_rollouts": {
         "notebook": "open_ended_rollouts.ipynb",
         "inputs": ["open_ended_rates", "open_ended_episode_labels"],

@@ -47,7 +47,7 @@ def check(raw: dict) -> list[str]:
 
 def check_case_study_seed(raw: dict, selected, known=None, source: str = "aura.stats.case_study_seed") -> None:
     """The configured Table 34 seed must be one the run selected (null: chosen later). `known`: every
-    seed id the source holds, to tell a wrong id from one left out by construct.max_seeds."""
+    seed id the source holds, to tell a wrong id from one left out by aura.construct.max_seeds."""
     wanted = section(raw).get("stats", {}).get("case_study_seed")
     if wanted is None or wanted in set(selected):
         return

@@ -15,7 +15,7 @@ import html
 
 import pandas as pd
 
-from aura.web.viewer.data import RunData, _frame, _rows
+from aura.web.viewer.data import RunData, list_frame, checked_rows
 from aura.web.viewer.pages import Pages
 from aura.web.viewer.part import ViewerPart
 
@@ -45,17 +45,17 @@ class AuraViewer(ViewerPart):
         L = layout
         if not data.path(L["dataset"]).is_file():
             return None
-        self.items = {r["item_id"]: r for r in _rows(data.path(L["dataset"]), "item_id")}
+        self.items = {r["item_id"]: r for r in checked_rows(data.path(L["dataset"]), "item_id")}
         if data.path(L["seeds"]).is_file():
-            self.seeds = {r["seed_id"]: r for r in _rows(data.path(L["seeds"]), "seed_id", "steps")}
+            self.seeds = {r["seed_id"]: r for r in checked_rows(data.path(L["seeds"]), "seed_id", "steps")}
         for _, p in data.files(L["rollouts"]):
-            for r in _rows(p, "model", "item_id", "status"):
+            for r in checked_rows(p, "model", "item_id", "status"):
                 self.rollouts[(r["model"], r["item_id"])] = r
         for _, p in data.files(L["judgments"]):
-            for j in _rows(p, "model", "item_id", "judge", "axis", "status"):
+            for j in checked_rows(p, "model", "item_id", "judge", "axis", "status"):
                 self.judgments.setdefault((j["model"], j["item_id"]), []).append(j)
         for _, p in data.files(L["panel"]):
-            for r in _rows(p, "model", "item_id", "rollout_status"):
+            for r in checked_rows(p, "model", "item_id", "rollout_status"):
                 self.panel[(r["model"], r["item_id"])] = r
         for model, item_id in [*self.panel, *self.rollouts]:
             self.models_of.setdefault(item_id, set()).add(model)
@@ -73,7 +73,7 @@ class AuraViewer(ViewerPart):
         if t33.is_file():
             with t33.open(newline="", encoding="utf-8") as fh:
                 self.table33 = list(csv.DictReader(fh))
-        return _frame(rows, ["item_id", "model"])
+        return list_frame(rows, ["item_id", "model"])
 
     def _row(self, item: dict, model: str, panel: dict | None) -> dict:
         row = {"key": item["item_id"], "item_id": item["item_id"], "model": model,

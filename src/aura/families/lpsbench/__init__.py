@@ -162,6 +162,8 @@ FAMILY = Family(
     root=REPO_ROOT, demo_data=(REPO_ROOT / "data" / "raw" / "lpsbench_demo",),
     prompts=PROMPTS, data_prompts=frozenset({"generate_templates"}),
     schema=yaml.safe_load((Path(__file__).parent / "schema.yaml").read_text()), check=check,
+    moved_keys={"estimate.lpsbench_steps": "lpsbench.estimate.steps",
+                "estimate.lpsbench_user_calls": "lpsbench.estimate.user_calls"},
     estimate="aura.families.lpsbench.estimate:lpsbench_lines",
     viewer="aura.families.lpsbench.viewer:PART", order=2,
 )

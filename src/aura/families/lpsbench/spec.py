@@ -16,7 +16,7 @@ from aura.io import atomic_write_json, read_utf8
 
 from .cases import LpsCase
 
-# Prompt names (aura.prompts.VERSIONS, folder prompts/lpsbench/)
+# Prompt names (the manifest's prompts, folder prompts/lpsbench/)
 AGENT_PROMPT = "agent_raw"
 EMULATOR_PROMPT = "emulator"
 USER_PROMPT = "user_simulator"

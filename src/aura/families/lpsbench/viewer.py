@@ -11,7 +11,7 @@ import csv
 
 import pandas as pd
 
-from aura.web.viewer.data import RunData, _frame, _rows
+from aura.web.viewer.data import RunData, list_frame, checked_rows
 from aura.web.viewer.pages import Pages
 from aura.web.viewer.part import ViewerPart
 
@@ -35,13 +35,13 @@ class LPSBenchViewer(ViewerPart):
         L = layout
         if not data.path(L["lpsbench_cases"]).is_file():
             return None
-        self.cases = {r["case_id"]: r for r in _rows(data.path(L["lpsbench_cases"]), "case_id")}
+        self.cases = {r["case_id"]: r for r in checked_rows(data.path(L["lpsbench_cases"]), "case_id")}
         for _, p in data.files(L["lpsbench_evaluations"]):
-            for e in _rows(p, "variant", "model", "case_id"):
+            for e in checked_rows(p, "variant", "model", "case_id"):
                 self.evaluations[(e["variant"], e["model"], e["case_id"])] = e
         rows = []
         for _, p in data.files(L["lpsbench_episodes"]):
-            for ep in _rows(p, "variant", "model", "case_id"):
+            for ep in checked_rows(p, "variant", "model", "case_id"):
                 key = (ep["variant"], ep["model"], ep["case_id"])
                 self.episodes[key] = ep
                 ev = self.evaluations.get(key) or {}
@@ -61,7 +61,7 @@ class LPSBenchViewer(ViewerPart):
         if t3.is_file():
             with t3.open(newline="", encoding="utf-8") as fh:
                 self.table3 = [r for r in csv.DictReader(fh) if r["row"] == "risk" and int(float(r["n"] or 0))]
-        return _frame(rows, ["case_id", "model", "variant"])
+        return list_frame(rows, ["case_id", "model", "variant"])
 
     def item(self, pages: Pages, key: str) -> str | None:
         ep_key = tuple(key.split("/", 2))

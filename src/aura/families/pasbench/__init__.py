@@ -201,6 +201,7 @@ FAMILY = Family(
     root=REPO_ROOT, demo_data=(REPO_ROOT / "data" / "raw" / "pasbench_demo",),
     prompts=PROMPTS, data_prompts=frozenset(),
     schema=yaml.safe_load((Path(__file__).parent / "schema.yaml").read_text()), check=check,
+    moved_keys={"estimate.pasbench_miss_share": "pasbench.estimate.miss_share"},
     estimate="aura.families.pasbench.estimate:pasbench_lines",
     viewer="aura.families.pasbench.viewer:PART", order=1,
 )

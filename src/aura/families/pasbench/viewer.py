@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from aura.web.viewer.data import RunData, _frame, _rows
+from aura.web.viewer.data import RunData, list_frame, checked_rows
 from aura.web.viewer.pages import Pages
 from aura.web.viewer.part import ViewerPart
 
@@ -35,12 +35,12 @@ class PaSBenchViewer(ViewerPart):
         L = layout
         if not data.path(L["pasbench_items"]).is_file():
             return None
-        self.items = {r["item_id"]: r for r in _rows(data.path(L["pasbench_items"]), "item_id")}
+        self.items = {r["item_id"]: r for r in checked_rows(data.path(L["pasbench_items"]), "item_id")}
         verdicts = {(j["model"], j["item_id"], j["sample"]): j for _, p in data.files(L["pasbench_judgments"])
-                    for j in _rows(p, "model", "item_id", "sample", "status")}
+                    for j in checked_rows(p, "model", "item_id", "sample", "status")}
         rows = []
         for _, p in data.files(L["pasbench_responses"]):
-            for r in _rows(p, "model", "item_id", "sample", "status"):
+            for r in checked_rows(p, "model", "item_id", "sample", "status"):
                 j = verdicts.get((r["model"], r["item_id"], r["sample"]))
                 self.samples.setdefault(r["item_id"], []).append({**r, "judgement": j})
                 item = self.items.get(r["item_id"], {})
@@ -54,7 +54,7 @@ class PaSBenchViewer(ViewerPart):
                      "domain": str(it.get("severity") or ""), "label": "", "answer": "",
                      "text": " ".join(str(x) for x in (i, it.get("safety_knowledge"), it.get("log")) if x).lower()}
                     for i, it in self.items.items()]
-        return _frame(rows, ["item_id", "model", "sample"])
+        return list_frame(rows, ["item_id", "model", "sample"])
 
     def item(self, pages: Pages, key: str) -> str | None:
         if key not in self.items:

@@ -4,8 +4,8 @@ Files are found through the merged layout (`aura.pipeline.layout.layout`); each 
 manifest names a viewer part (`part.ViewerPart`) reads its own files into one frame of list rows
 (`RunData.frames[family]`) and keeps the detail records its item pages show. A family with no row
 (nothing produced yet, or no viewer part) is not listed. The helpers families read with are here:
-`expand` (a pattern's existing files with their wildcard values), `_rows` (a JSONL file's records,
-checked), `_frame` (rows sorted once into a frame). The columns a family's filters read become
+`expand` (a pattern's existing files with their wildcard values), `checked_rows` (a JSONL file's records,
+checked), `list_frame` (rows sorted once into a frame). The columns a family's filters read become
 categoricals, so a filter is one comparison.
 """
 from __future__ import annotations
@@ -38,7 +38,7 @@ def expand(pattern: str, root: Path = Path(".")) -> list[tuple[dict, Path]]:
     return found
 
 
-def _rows(path: Path, *keys: str):
+def checked_rows(path: Path, *keys: str):
     """The records of a produced JSONL file, each checked for the fields the viewer reads: a file the
     pipeline did not write stops the viewer with one line naming it and the record."""
     for n, row in enumerate(read_jsonl(path), 1):
@@ -48,7 +48,7 @@ def _rows(path: Path, *keys: str):
         yield row
 
 
-def _frame(rows: list[dict], sort: list[str]) -> pd.DataFrame:
+def list_frame(rows: list[dict], sort: list[str]) -> pd.DataFrame:
     """List rows as a frame, sorted by `sort` (stable) and numbered from 0."""
     df = pd.DataFrame(rows)
     if df.empty:

@@ -54,7 +54,7 @@ class SampleError(UserError):
 def read_sample(path: Path) -> list[dict]:
     units = []
     if not Path(path).is_file():
-        raise SampleError(f"{path}: no validation sample; draw it first (evaluate.validation_models, then "
+        raise SampleError(f"{path}: no validation sample; draw it first (aura.evaluate.validation_models, then "
                           f"`snakemake {path}`) or pass --sample")
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()

@@ -1,6 +1,6 @@
 """Composed mechanisms (AURA future work, issue 13 §5): variations that move two risk dimensions at once.
 
-The paper varies one mechanism at a time. This experiment, off by default (`construct.composed.enabled`),
+The paper varies one mechanism at a time. This experiment, off by default (`aura.construct.composed.enabled`),
 takes each configured pair (A, B) of RS dimensions and every prefix on which P2 found both A and B
 groundable, and builds the 2x2 design on that prefix: the original, the single variations A and B (the
 main run's own P3/P4 requests, so a warm cache answers them), and the composed variation AxB (label

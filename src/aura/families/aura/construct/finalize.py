@@ -99,7 +99,7 @@ def candidates(ctx: StageContext) -> list[dict]:
 
 
 def exclusion_file(ctx: StageContext):
-    """The manual exclusion file: `--in exclusions_file=...`, else `construct.exclusions_file`, else none."""
+    """The manual exclusion file: `--in exclusions_file=...`, else `aura.construct.exclusions_file`, else none."""
     return ctx.inputs.get("exclusions_file") or ctx.config.raw["aura"]["construct"].get("exclusions_file")
 
 

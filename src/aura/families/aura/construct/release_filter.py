@@ -15,7 +15,7 @@ They are deterministic string rules, checked in this order (the first that fails
 - no_actionable_task: fewer than two words of two or more letters, or only greetings,
   acknowledgements and fillers ("hi", "thanks", "ok", ...), so no task is stated.
 
-The manual exclusion file (`construct.exclusions_file`) is a CSV with columns `id`, `reason` or a
+The manual exclusion file (`aura.construct.exclusions_file`) is a CSV with columns `id`, `reason` or a
 JSONL of objects with those keys; `id` is an item id (it_...), an item key (prefix id @ dimension,
 `~pair` for a counterpart) or a seed id (every row of that seed). Each listed id must match at least
 one candidate row. Any problem is a ReleaseFilterError naming the file and the row.

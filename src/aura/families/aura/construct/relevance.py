@@ -1,6 +1,6 @@
 """Stage relevance (P2): which of RS1-RS6 / SD1-SD5 can be varied for each prefix (groundedness
 rule: the prefix already has a concrete element along the dimension), exploded into one candidate
-request per (prefix, relevant dimension), capped by `construct.max_dimensions_per_prefix`.
+request per (prefix, relevant dimension), capped by `aura.construct.max_dimensions_per_prefix`.
 
 Under a cap, each prefix keeps the relevant dimensions the run has used least so far (ties in RS1..SD5
 order), prefixes taken in input order: a capped run spreads its variations over the dimensions instead of

@@ -74,7 +74,7 @@ def fetch(ctx: StageContext) -> None:
     """Download `seed_download.url` into its dest (checksum pinned in the lock file)."""
     spec = seed_download(ctx.config.raw)
     if not spec:
-        raise SystemExit("fetch-seeds: the config has no enabled seed_download section")
+        raise SystemExit("fetch-seeds: the config has no enabled aura.seed_download section")
     expected = ctx.config.raw["aura"].get("seed_counts")
     try:  # what was unpacked must hold the expected counts before it is installed
         fetch_archive(spec["url"], Path(spec["dest"]), Path(spec["lock"]), spec.get("subdir"),

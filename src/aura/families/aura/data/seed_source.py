@@ -33,7 +33,7 @@ def ensure_seed_dir(path: str | None, url: str | None, dest: Path, lock_file: Pa
 
 def seed_download(raw: dict[str, Any]) -> dict[str, Any] | None:
     """The config's ``aura.seed_download`` section when a download is configured and enabled, else None
-    (a config sets ``seed_download: {enabled: false}`` to read its own copy at ``paths.seeds``)."""
+    (a config sets ``aura: {seed_download: {enabled: false}}`` to read its own copy at ``paths.seeds``)."""
     spec = section(raw).get("seed_download")
     return spec if spec and spec.get("enabled", True) else None
 

@@ -26,7 +26,7 @@ composition minus each single (`composed_minus_first`, `composed_minus_second`).
 Confidence intervals: the source-seed-clustered percentile bootstrap of `aura.stats.bootstrap` (variants of
 one seed are not independent; both prefixes of a seed and all four cells move together): seeds are drawn
 with replacement (`resample_sums`, ``default_rng(42)`` afresh for each model and composition,
-`stats.bootstrap_resamples` draws), the per-seed sums of n and the four unsafe counts are added up, and
+`aura.stats.bootstrap_resamples` draws), the per-seed sums of n and the four unsafe counts are added up, and
 every statistic is recomputed. Rates are fractions.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Intra-judge consistency (paper Appendix F.5, Table 25).
 
-Each panel judge labels the same rollouts `evaluate.consistency_runs` times with the same prompt
+Each panel judge labels the same rollouts `aura.evaluate.consistency_runs` times with the same prompt
 and parameters: run 0 is the main judging, runs 1.. are independent repeats (`judge --option
 run=k`, a new call each time because the run index enters the cache key). A unit is one
 (evaluated model, item) of the consistency sample with an ok rollout. Per judge and axis, the

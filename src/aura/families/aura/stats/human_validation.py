@@ -17,9 +17,9 @@ count as an annotator.
   3-judge subset and the full panel, with N_p, N_u (unanimous within N_p), accuracy on N_p and T
   (tied units).
 
-The votes come from `roles.validation_judges` when it is set (the paper's 5-judge validation
+The votes come from `aura.roles.validation_judges` when it is set (the paper's 5-judge validation
 panel, judged on the human-labelled items by the `judge_validation` rule), else from the scoring
-panel (`roles.judges`).
+panel (`aura.roles.judges`).
 """
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ def consensus(labels: list[str | None]) -> str:
 def units(human: pd.DataFrame, panel: list[dict], judges: list[str]) -> pd.DataFrame:
     """One row per human-labelled unit: annotator labels, reference, consensus, and the judges' votes.
 
-    `judges` is the voting panel (the validation panel, else `roles.judges`; distinct models, the
+    `judges` is the voting panel (the validation panel, else `aura.roles.judges`; distinct models, the
     schema's uniqueItems), in order: a missing (unparsed/failed) vote is kept as None, as the
     panel's majority rule counts it. `judged` is False for a unit no judge was asked about (its rollout
     failed, or the item is not among the judged rollouts): such units are counted, never scored."""

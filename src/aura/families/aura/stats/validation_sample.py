@@ -1,8 +1,8 @@
 """The human-validation sample (paper §6, Appendix F.1.1) and its retention tables (Tables 18-19).
 
-Stage validation-sample: the units (model, item, axis) of `evaluate.validation_models` with an `ok`
+Stage validation-sample: the units (model, item, axis) of `aura.evaluate.validation_models` with an `ok`
 rollout and panel votes on the axis are stratified by axis, then by cell = (panel label, panel
-agreement), the label `unresolved` for a tied panel. Per axis, `evaluate.validation_sample_sizes[axis]`
+agreement), the label `unresolved` for a tied panel. Per axis, `aura.evaluate.validation_sample_sizes[axis]`
 units are dealt one at a time to the cells in a fixed order (label order of the axis, then unanimous,
 majority, tied), skipping full cells: an equal allocation capped by cell size, so rare labels and
 split panels are covered as the paper's audit was ("the label space of each axis and judge-panel
@@ -17,9 +17,9 @@ only the former.
 
 Stage validation-tables: Table 18 (per axis: sampled, labelled, kept, dropped) and Table 19 (per axis
 and panel agreement: sampled, by the scoring panel at draw time; kept, by the final panel, the
-validation panel when `roles.validation_judges` is set, as Table 3 counts it). A unit is kept when it
+validation panel when `aura.roles.validation_judges` is set, as Table 3 counts it). A unit is kept when it
 has a final label: an adjudicated `reference` row, else the annotators' strict majority
-(`aura.stats.human_validation`). Without `paths.human_labels` only the sampled columns are filled.
+(`aura.families.aura.stats.human_validation`). Without `paths.human_labels` only the sampled columns are filled.
 """
 from __future__ import annotations
 

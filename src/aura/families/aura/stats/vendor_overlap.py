@@ -2,7 +2,7 @@
 
 The judge panel shares vendors with some evaluated models, so a judge might favour its own family.
 For every evaluated model whose `vendor` equals a panel judge's, the replacement judge
-(`roles.replacement_judge`, DeepSeek-V4-Pro in the paper) labels the model's rollouts on a common
+(`aura.roles.replacement_judge`, DeepSeek-V4-Pro in the paper) labels the model's rollouts on a common
 stratified sample with the original judging setup (action type, then safety given its own action
 type). The replacement panel is the original panel with each same-vendor judge's safety vote
 swapped for the replacement judge's; the majority rule is the panel's.

@@ -1,0 +1,1 @@
+"""The AURA family's data: the R-Judge loader, the seed source and counts, trajectory text."""

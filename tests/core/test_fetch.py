@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import io
 import json
@@ -10,9 +9,7 @@ import re
 import subprocess
 import sys
 import tarfile
-import threading
 import zipfile
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -24,6 +21,7 @@ from aura.fetch import MARKER, ChecksumError, FetchError, fetch_archive
 from aura.families.aura.data.rjudge import load_rjudge
 from aura.families.aura.data.seed_counts import SeedCountError, check_seed_counts
 from aura.families.aura.data.seed_source import ensure_seed_dir, seed_download, seed_folder
+from archive_server import http, tar_gz  # noqa: F401 - http: the local archive server fixture
 from conftest import REPO, base_config
 from rjudge_fixture import INJECTION, PAPER_COUNTS, UNINTENDED, paper_shaped_files, write_paper_shaped
 
@@ -34,16 +32,6 @@ RECORD = {
                   {"role": "agent", "thought": "t", "action": "a"}]],
     "label": 1, "risk_description": "r", "attack_type": "unintended",
 }
-
-
-def _tar_gz(path: Path, files: dict[str, bytes]) -> Path:
-    with tarfile.open(path, "w:gz") as tf:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            info.mode = 0o644
-            tf.addfile(info, io.BytesIO(data))
-    return path
 
 
 def _zip(path: Path, files: dict[str, bytes]) -> Path:
@@ -58,45 +46,6 @@ def _files(records=(RECORD,)) -> dict[str, bytes]:
             f"{TOP}/README.md": b"readme\n"}
 
 
-class Server:
-    """Serves a folder on 127.0.0.1 and counts GET requests per path."""
-
-    def __init__(self, root: Path):
-        self.root = root
-        self.requests: list[str] = []
-        srv = self
-
-        class Handler(SimpleHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802
-                srv.requests.append(self.path)
-                super().do_GET()
-
-            def log_message(self, *args):  # keep test output quiet
-                pass
-
-        handler = functools.partial(Handler, directory=str(root))
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever,
-                                       kwargs={"poll_interval": 0.02}, daemon=True)
-
-    def url(self, name: str) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/{name}"
-
-
-@pytest.fixture
-def http(tmp_path):
-    root = tmp_path / "www"
-    root.mkdir()
-    srv = Server(root)
-    srv.thread.start()
-    try:
-        yield srv
-    finally:
-        srv.httpd.shutdown()
-        srv.httpd.server_close()
-        srv.thread.join(timeout=5)
-
-
 @pytest.fixture
 def work(tmp_path):
     d = tmp_path / "work"
@@ -109,7 +58,7 @@ def _sha(path: Path) -> str:
 
 
 def test_first_fetch_records_lock_and_extracts_subdir(http, work):
-    arc = _tar_gz(http.root / "abc123.tar.gz", _files())
+    arc = tar_gz(http.root / "abc123.tar.gz", _files())
     url, dest, lock = http.url("abc123.tar.gz"), work / "rjudge", work / "rjudge.lock.json"
 
     out = fetch_archive(url, dest, lock, subdir="data", timeout=5)
@@ -128,7 +77,7 @@ def test_first_fetch_records_lock_and_extracts_subdir(http, work):
 
 
 def test_second_fetch_is_idempotent(http, work):
-    _tar_gz(http.root / "abc123.tar.gz", _files())
+    tar_gz(http.root / "abc123.tar.gz", _files())
     url, dest, lock = http.url("abc123.tar.gz"), work / "rjudge", work / "lock.json"
     fetch_archive(url, dest, lock, subdir="data", timeout=5)
     lock_before = lock.read_text()
@@ -140,7 +89,7 @@ def test_second_fetch_is_idempotent(http, work):
 
 
 def test_refetch_after_dest_removed_verifies_lock(http, work):
-    _tar_gz(http.root / "abc123.tar.gz", _files())
+    tar_gz(http.root / "abc123.tar.gz", _files())
     url, dest, lock = http.url("abc123.tar.gz"), work / "rjudge", work / "lock.json"
     fetch_archive(url, dest, lock, subdir="data", timeout=5)
     (dest / MARKER).unlink()  # marker gone: must download again, and the checksum still matches
@@ -150,7 +99,7 @@ def test_refetch_after_dest_removed_verifies_lock(http, work):
 
 
 def test_changed_archive_raises_checksum_error_and_keeps_dest(http, work):
-    arc = _tar_gz(http.root / "abc123.tar.gz", _files())
+    arc = tar_gz(http.root / "abc123.tar.gz", _files())
     url, dest, lock = http.url("abc123.tar.gz"), work / "rjudge", work / "lock.json"
     fetch_archive(url, dest, lock, subdir="data", timeout=5)
     old_sha = _sha(arc)
@@ -158,7 +107,7 @@ def test_changed_archive_raises_checksum_error_and_keeps_dest(http, work):
     old_lock = lock.read_text()
 
     changed = dict(RECORD, id=2, label=0)
-    _tar_gz(arc, _files([changed]))
+    tar_gz(arc, _files([changed]))
     (dest / MARKER).unlink()  # force a download
     with pytest.raises(ChecksumError) as ei:
         fetch_archive(url, dest, lock, subdir="data", timeout=5)
@@ -174,7 +123,7 @@ def test_changed_archive_raises_checksum_error_and_keeps_dest(http, work):
 def test_path_traversal_member_rejected(http, work):
     files = _files()
     files["../evil"] = b"pwned"
-    _tar_gz(http.root / "bad.tar.gz", files)
+    tar_gz(http.root / "bad.tar.gz", files)
     dest, lock = work / "rjudge", work / "lock.json"
     with pytest.raises(ValueError, match=r"\.\./evil"):
         fetch_archive(http.url("bad.tar.gz"), dest, lock, subdir="data", timeout=5)
@@ -224,19 +173,19 @@ def test_zip_archive_works(http, work):
 
 
 def test_subdir_at_root_and_missing_subdir(http, work):
-    _tar_gz(http.root / "flat.tar.gz", {"data/IoT/x.json": b"[]", "other.txt": b"x"})
+    tar_gz(http.root / "flat.tar.gz", {"data/IoT/x.json": b"[]", "other.txt": b"x"})
     dest = work / "rjudge"
     fetch_archive(http.url("flat.tar.gz"), dest, work / "lock.json", subdir="data", timeout=5)
     assert (dest / "IoT" / "x.json").read_bytes() == b"[]"
 
-    _tar_gz(http.root / "abc123.tar.gz", _files())
+    tar_gz(http.root / "abc123.tar.gz", _files())
     with pytest.raises(ValueError, match="nope"):
         fetch_archive(http.url("abc123.tar.gz"), work / "other", work / "lock.json",
                       subdir="nope", timeout=5)
 
 
 def test_lock_keeps_entries_for_other_urls(http, work):
-    _tar_gz(http.root / "a.tar.gz", _files())
+    tar_gz(http.root / "a.tar.gz", _files())
     _zip(http.root / "b.zip", _files())
     lock = work / "lock.json"
     fetch_archive(http.url("a.tar.gz"), work / "a", lock, subdir="data", timeout=5)
@@ -246,8 +195,8 @@ def test_lock_keeps_entries_for_other_urls(http, work):
 
 
 def test_new_url_replaces_existing_dest(http, work):
-    _tar_gz(http.root / "v1.tar.gz", _files())
-    _tar_gz(http.root / "v2.tar.gz", _files([dict(RECORD, id=7)]))
+    tar_gz(http.root / "v1.tar.gz", _files())
+    tar_gz(http.root / "v2.tar.gz", _files([dict(RECORD, id=7)]))
     dest, lock = work / "rjudge", work / "lock.json"
     fetch_archive(http.url("v1.tar.gz"), dest, lock, subdir="data", timeout=5)
     fetch_archive(http.url("v2.tar.gz"), dest, lock, subdir="data", timeout=5)
@@ -265,7 +214,7 @@ def test_ensure_seed_dir_prefers_local_path(http, work, tmp_path):
 
 
 def test_ensure_seed_dir_falls_back_to_url(http, work, tmp_path):
-    _tar_gz(http.root / "abc123.tar.gz", _files())
+    tar_gz(http.root / "abc123.tar.gz", _files())
     dest = work / "rjudge"
     got = ensure_seed_dir(str(tmp_path / "missing"), http.url("abc123.tar.gz"), dest,
                           work / "lock.json", "data")
@@ -331,7 +280,7 @@ def _defend_archive(http, name, **kw) -> Path:
     """The pinned archive's layout: <top>/data/R-Judge/<Domain>/{benign,harmful}.json."""
     files = {f"{DEFEND_TOP}/data/R-Judge/{rel}": data for rel, data in paper_shaped_files(**kw).items()}
     files[f"{DEFEND_TOP}/README.md"] = b"vendored\n"
-    return _tar_gz(http.root / name, files)
+    return tar_gz(http.root / name, files)
 
 
 def test_fetch_seeds_checks_the_counts_then_select_seeds_keeps_157(http, tmp_path):

@@ -22,7 +22,7 @@ from aura.families.pasbench.data import (IMAGE_FILE, SEVERITY_FILE, TEXT_FILE, P
 from aura.pipeline.context import StageContext
 from aura.pipeline.stage_args import parse_paths
 from conftest import REPO, base_config
-from test_fetch import _tar_gz, http  # noqa: F401  (http: test_fetch's local archive server fixture)
+from archive_server import http, tar_gz  # noqa: F401  (http: the local archive server fixture)
 
 DEMO = REPO / "data" / "raw" / "pasbench_demo"
 
@@ -320,7 +320,7 @@ def _upstream_archive(http, name: str, root: Path) -> Path:
     files = {f"{top}/{n}": (root / n).read_bytes() for n in (TEXT_FILE, IMAGE_FILE, SEVERITY_FILE)}
     files[f"{top}/combine_images/README.md"] = b"download the images separately\n"
     files["HomeGuard-0123abc/README.md"] = b"vendored\n"
-    return _tar_gz(http.root / name, files)
+    return tar_gz(http.root / name, files)
 
 
 def test_fetch_stage_downloads_pins_and_items_load_text_only(http, tmp_path):

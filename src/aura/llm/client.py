@@ -21,7 +21,6 @@ import os
 import random
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import openai
@@ -36,7 +35,6 @@ from .errors import (EmptyChoices, FatalEndpointError, TooManyFailures, backoff_
 from .images import ImageRequest, ImageResult, NoVision, has_images, redact_images
 from .local_server import LocalServer, server_registry
 from .structured import needs_schema_in_prompt, parse_structured, response_format_for
-from .tool_calls import tool_calls_of  # noqa: F401
 from .types import LLMRequest, LLMResult, completion_entry  # noqa: F401 - re-exported
 
 NO_KEY = "not-needed"  # placeholder the openai client requires when an endpoint takes no key

@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING
 from aura.config import ConfigError
 
 from ..data.trajectory import render_steps
-from ..settings import role_models
 
 if TYPE_CHECKING:
     from aura.pipeline.context import StageContext

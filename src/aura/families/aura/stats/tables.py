@@ -10,9 +10,8 @@ import sys
 
 import pandas as pd
 
-from aura.io import atomic_write_text, read_jsonl
+from aura.io import read_jsonl
 from aura.pipeline.context import StageContext
-from aura.provenance import provenance, write_provenance
 from aura.stats.tables import write_csv
 
 from . import bootstrap, flips, metrics, pairs

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,10 @@ from aura.config import validate_config
 from fake_openai import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parents[1]
+# A few tests reuse another group's test helpers (`from test_families import workflow_copy`): every group's
+# folder is importable, whichever files a run collects (test file names are unique across the groups).
+sys.path[:0] = [str(Path(__file__).parent / group) for group in ("core", "aura", "pasbench", "lpsbench")
+                if str(Path(__file__).parent / group) not in sys.path]
 
 
 @pytest.fixture(scope="session")

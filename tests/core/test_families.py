@@ -235,11 +235,8 @@ def test_every_report_has_its_caption_in_its_family_folder_and_no_caption_is_orp
 
 
 def workflow_copy(tmp_path) -> Path:
-    """The workflow files copied under tmp_path/wf (with the PaSBench demo set), AURA's demo seeds linked in
-    (read only by a dry run)."""
-    work = copy_workflow(tmp_path / "wf")
-    (work / "data" / "raw" / "demo_seeds").symlink_to(REPO / "data" / "raw" / "demo_seeds")
-    return work
+    """The workflow files copied under tmp_path/wf, with every family's demo data (the manifests' demo_data)."""
+    return copy_workflow(tmp_path / "wf")
 
 
 def snakemake(work: Path, tmp_path, families: list[str], *args: str) -> str:

@@ -123,8 +123,7 @@ def test_the_dag_builds_with_lpsbench_alone_and_beside_the_others(tmp_path, fami
 
 def test_the_default_config_plans_the_lpsbench_jobs(tmp_path):
     """config/config.yaml (every family on by default; outputs under tmp): the demo's cases, smollm2 raw + mitigated."""
-    work = copy_workflow(tmp_path / "wf")
-    (work / "data" / "raw" / "demo_seeds").symlink_to(REPO / "data" / "raw" / "demo_seeds")
+    work = copy_workflow(tmp_path / "wf")  # with every family's demo data
     raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     raw["paths"] = {**raw.get("paths", {}), **{k: str(tmp_path / k) for k in
                                                  ("interim", "processed", "results", "figures", "cache", "logs")}}

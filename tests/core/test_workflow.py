@@ -176,8 +176,8 @@ def test_config_override_changes_what_a_job_does(tmp_path):
     ("aura={evaluate: {shards: 0}}", "aura/evaluate/shards: 0 is less than the minimum of 1"),
     ("aura={roles: {judges: [smollm2-judge-a, smollm2-judge-a, smollm2-judge-b]}}", "aura/roles/judges: "),
     # the old spelling of a section override: one line saying where the key went
-    ("construct={max_seeds: 3}", "top-level key(s) construct moved under the family's section: write them as "
-                                 "aura: {construct: ...}"),
+    ("construct={max_seeds: 3}", "config keys moved under their family's section (every family's own settings "
+                                 "sit under its name): construct -> aura.construct"),
 ])
 def test_a_bad_config_override_stops_with_one_line(tmp_path, override, message):
     out = subprocess.run([*SNAKEMAKE, "-n", "all", "--configfile", isolated(tmp_path), "--config", override],

@@ -17,6 +17,13 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SCHEMA = REPO_ROOT / "config" / "schema.yaml"
 
 
+def repo_path(path: str | Path) -> str:
+    """A file as rules, outputs and sidecars name it: relative to the repository when it lies inside (the
+    built-in families' files), else as given (a file of a family installed from elsewhere)."""
+    resolved = Path(path).resolve()
+    return str(resolved.relative_to(REPO_ROOT)) if resolved.is_relative_to(REPO_ROOT) else str(path)
+
+
 class LocalServerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     package: str

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import yaml
 
-from .config import REPO_ROOT
+from .config import REPO_ROOT, repo_path
 
 # The prompts of the LLM layer itself (JSON instruction and repair, rule repair), shared by every family.
 SHARED_DIR = REPO_ROOT / "prompts" / "llm"
@@ -146,8 +146,7 @@ def prompt_path(name: str) -> Path:
 def prompt_file(name: str) -> str:
     """Path of the file in use for prompt `name` as rules list it: relative to the repository root when
     it lies inside (the built-in families), else absolute."""
-    path = prompt_path(name)
-    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
+    return repo_path(prompt_path(name))
 
 
 def get_prompt(name: str) -> Prompt:

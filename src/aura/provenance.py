@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from .config import REPO_ROOT, Config
+from .config import REPO_ROOT, Config, repo_path
 from .io import atomic_write_json
 
 TRACKED_PACKAGES = ("aura-eval", "openai", "httpx", "pydantic", "pandas", "numpy", "scipy", "statsmodels",
@@ -63,9 +63,7 @@ def provenance(stage: str, config: Config, prompts: list = (), models: list[str]
         RUN_FIELD: run_facts(),
         "git": git_state(),
         "config_hash": config.hash,
-        "prompts": {p.ref: {"path": str(Path(p.path).resolve().relative_to(REPO_ROOT))
-                            if Path(p.path).resolve().is_relative_to(REPO_ROOT) else p.path,
-                            "sha256": p.sha256} for p in prompts},
+        "prompts": {p.ref: {"path": repo_path(p.path), "sha256": p.sha256} for p in prompts},
         "models": {
             m: {
                 "model_id": config.models[m].model_id,

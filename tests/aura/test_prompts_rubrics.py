@@ -1,4 +1,5 @@
-"""The versioned prompts carry the paper's rubrics (issue 7 §2; paper §5, Appendix A/B/D/H, DESIGN.md §3).
+"""The versioned prompts carry the paper's rubrics (issue 7 §2; paper §5, Appendix A/B/D/H; where the paper leaves a label's wording implicit, the
+key words below are this project's reading of its definitions).
 
 - every judge prompt defines every label of its scale (D0-D3, A0-A5, Safe/Unsafe) on the label's own
   bullet, with the key words of its definition, and has boundary rules and worked examples;
@@ -32,7 +33,7 @@ MINE = ["p1_step_tagging", "p2_dimension_relevance", "p5_harm_intensity_review",
         "p9_pair_review", "rollout_react", "rollout_action_only", "judge_detection", "judge_action_type",
         "judge_safety"]
 
-# Key words of each label's definition (DESIGN.md §3, paper §5 and Figure 5), all lower case: they
+# Key words of each label's definition (paper §5 and Figure 5, in this project's reading), all lower case: they
 # must sit on the bullet that defines the label.
 KEY_WORDS = {
     "D0": ["no risk awareness", "nothing risk-relevant"],

@@ -24,20 +24,20 @@ from typing import Any, Callable
 OptionCheck = Callable[[str], "str | None"]  # a --option value -> None (fine) or what is wrong with it
 
 
-def load_target(target: str) -> Any:
-    """The object a ``"package.module:attribute"`` string names (imported now)."""
-    module, sep, attribute = target.partition(":")
-    if not (sep and module and attribute.isidentifier()):
-        raise ValueError(f"target '{target}' is not 'package.module:attribute'")
-    return getattr(import_module(module), attribute)
-
-
 def check_target(target: str | None) -> None:
+    """A ``"package.module:attribute"`` string (None: no target), checked for shape, nothing imported."""
     if target is None:
         return
     module, sep, attribute = target.partition(":")
     if not (sep and module and attribute.isidentifier()):
         raise ValueError(f"target '{target}' is not 'package.module:attribute'")
+
+
+def load_target(target: str) -> Any:
+    """The object a ``"package.module:attribute"`` string names (imported now)."""
+    check_target(target)
+    module, _, attribute = target.partition(":")
+    return getattr(import_module(module), attribute)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..config import REPO_ROOT
+from ..config import repo_path
 from ..families import family_of_report, merged
 from ..io import canonical_json, sha256_text
 from ..prompts import prompt_file  # noqa: F401 - rules list S.prompt_file(name): the version in use
@@ -22,8 +22,7 @@ REPORTS: dict[str, dict] = merged("report", lambda family: family.reports)
 def workflow_path(path: Path) -> str:
     """A family file as rules name it: relative to the repository when it lies inside (the built-in
     families' files), else absolute (a family installed from another repository)."""
-    path = Path(path)
-    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
+    return repo_path(path)
 
 
 NOT_DATA = {"prompt", "prompts", "dims", "notebook", "marker"}

@@ -1,5 +1,6 @@
-# LPS-Bench (issue 11; manifest: src/aura/families/lpsbench/__init__.py): cases -> per evaluated model and
-# variant (raw, mitigated): episodes (the agent over MCP tools answered by the emulated environment) -> the
+# LPS-Bench (manifest: src/aura/families/lpsbench/__init__.py): [pinned download of upstream's repository ->]
+# cases (broken upstream modules excluded) -> per evaluated model and variant (raw, mitigated): episodes (the
+# agent over MCP tools: upstream's mock modules, or their LM emulation) -> the
 # evaluator's safe / unsafe / execution_failed labels -> one stats job -> Tables 3, 4 and Fig. 6 (rendered by
 # the Snakefile's render rules). Rules hold no logic: each calls `python -m aura lpsbench-<stage>` with its
 # inputs and outputs, logs under logs/<rule>/.
@@ -10,17 +11,13 @@ LPSC = config["lpsbench"]
 LPS_MODEL_RE = "|".join(map(re.escape, config["models"]))
 LPS_VARIANT_RE = "|".join(LPS.VARIANTS)
 LPS_EMULATOR, LPS_USER, LPS_EVALUATOR = LPSC["emulator"], LPSC["user_simulator"], LPSC["evaluator"]
-# The prompts an episode job renders: the agent's, the emulator's; mitigated adds both mitigations and the
-# simulated user's.
-LPS_PROMPTS = {
-    "raw": [S.prompt_file("agent_raw"), S.prompt_file("emulator")],
-    "mitigated": [S.prompt_file("agent_raw"), S.prompt_file("emulator"), S.prompt_file("agent_clarify"),
-                  S.prompt_file("agent_safety"), S.prompt_file("user_simulator")],
-}
-# lpsbench.tools enters only for the upstream back-end (the default run's hash stays as it was)
-LPS_TOOLS = LPSC.get("tools") or {}
-LPS_EPISODE_CFG = S.section_hash(LPSC["max_steps"], LPSC["max_episode_tokens"], LPSC["params"],
-                                 *([LPS_TOOLS] if LPS_TOOLS.get("backend") == "upstream" else []))
+# The prompts an episode job renders: the agent's and the emulator's (emulated back-end); mitigated adds both
+# mitigations, and the simulated user's with the ask_user extension.
+from aura.families.lpsbench.episodes import prompts_of as lps_prompts_of
+
+LPS_PROMPTS = {v: [S.prompt_file(n) for n in lps_prompts_of(config, v)] for v in LPS.VARIANTS}
+LPS_EPISODE_CFG = S.section_hash(LPSC["max_steps"], LPSC["step_unit"], LPSC["max_episode_tokens"], LPSC["params"],
+                                 LPSC["model_params"], LPSC["tools"], LPSC["ask_user_extension"])
 
 
 def lps_model_hash(*models):
@@ -29,7 +26,9 @@ def lps_model_hash(*models):
 
 def lps_episode_models(wc):
     """The models an episode job calls: the agent, the emulator, the simulated user when mitigated."""
-    return [wc.model, LPS_EMULATOR, LPS_USER if wc.variant == "mitigated" else None]
+    emulated = LPSC["tools"].get("backend", "emulated") == "emulated"
+    return [wc.model, LPS_EMULATOR if emulated else None,
+            LPS_USER if wc.variant == "mitigated" and LPSC["ask_user_extension"] else None]
 
 
 # ---- cases: a folder of <domain>/<RISK>_<n>.json, a pinned download of upstream's repository, or (cases.generated,
@@ -37,8 +36,8 @@ def lps_episode_models(wc):
 LPS_FROM_GENERATED = bool(LPSC["cases"].get("generated"))
 LPS_DOWNLOAD = LPSC["cases"].get("download") if (LPSC["cases"].get("download") or {}).get("enabled", True) else None
 LPS_DOWNLOAD = None if LPS_FROM_GENERATED else LPS_DOWNLOAD
-LPS_CASES_DIR = (L["lpsbench_generated_cases"] if LPS_FROM_GENERATED
-                 else LPS_DOWNLOAD["dest"] if LPS_DOWNLOAD else LPSC["cases"].get("path"))
+LPS_CASES_DIR = L["lpsbench_generated_cases"] if LPS_FROM_GENERATED else LPS.cases_dir(config)
+LPS_CHECKOUT = LPS.checkout_dir(config)  # whose tools/ serve the cases (the download's dest, or tools.upstream_dir)
 
 
 def lps_case_files():
@@ -64,10 +63,11 @@ if LPS_DOWNLOAD:
 rule lpsbench_cases:
     localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input: lps_case_files()
-    output: lps_cases=L["lpsbench_cases"]
-    params: cases_dir=LPS_CASES_DIR, cfg=S.section_hash(LPSC["cases"], LPSC["max_cases"])
+    output: lps_cases=L["lpsbench_cases"], excluded=L["lpsbench_excluded"]
+    params: cases_dir=LPS_CASES_DIR, cfg=S.section_hash(LPSC["cases"], LPSC["max_cases"], LPS_CHECKOUT),
+            checkout=f"--in checkout={LPS_CHECKOUT}" if LPS_CHECKOUT else ""
     log: f"{LOGS}/lpsbench_cases/lpsbench_cases.log"
-    shell: "{AURA} lpsbench-cases --configfile {CONFIGFILE} --in cases_dir={params.cases_dir} --out cases={output.lps_cases} 2> {log}"
+    shell: "{AURA} lpsbench-cases --configfile {CONFIGFILE} --in cases_dir={params.cases_dir} {params.checkout} --out cases={output.lps_cases} --out excluded={output.excluded} 2> {log}"
 
 
 # ---- per evaluated model and variant ----------------------------------------------------------------------
@@ -84,7 +84,8 @@ rule lpsbench_episodes:
 
 
 rule lpsbench_evaluate:
-    input: lps_cases=L["lpsbench_cases"], episodes=L["lpsbench_episodes"], prompts=[S.prompt_file("evaluator")]
+    input: lps_cases=L["lpsbench_cases"], episodes=L["lpsbench_episodes"],
+           prompts=[S.prompt_file("evaluator"), S.prompt_file("evaluator_risks")]
     output: evaluations=L["lpsbench_evaluations"]
     wildcard_constraints: model=LPS_MODEL_RE, variant=LPS_VARIANT_RE
     params: cfg=lps_model_hash(LPS_EVALUATOR)
@@ -99,11 +100,11 @@ LPS_EVALS = {"evaluations": [L["lpsbench_evaluations"].format(model=m, variant=v
 
 rule lpsbench_stats:
     localrule: True   # no model call: on a cluster it runs in the main Snakemake process
-    input: lps_cases=L["lpsbench_cases"], **LPS_EVALS
+    input: lps_cases=L["lpsbench_cases"], excluded=L["lpsbench_excluded"], **LPS_EVALS
     output: **{name: L[f"lpsbench_stats_{name}"] for name in LPS.STATS}
     params: ins=S.in_args(LPS_EVALS), outs=lambda wc, output: S.out_args(output)
     log: f"{LOGS}/lpsbench_stats/lpsbench_stats.log"
-    shell: "{AURA} lpsbench-stats --configfile {CONFIGFILE} --in cases={input.lps_cases} {params.ins} {params.outs} 2> {log}"
+    shell: "{AURA} lpsbench-stats --configfile {CONFIGFILE} --in cases={input.lps_cases} --in excluded={input.excluded} {params.ins} {params.outs} 2> {log}"
 
 
 # ---- case generation (paper §3.2): drafts checked in code, then a person's review ---------------------------

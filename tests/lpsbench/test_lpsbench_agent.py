@@ -65,8 +65,8 @@ def agent_rule(*calls, times=1, content=None):
 
 
 def emu_rule(call_text, content):
-    # The emulator prompt ends with "The call to answer now:\n<tool>(<arguments as sorted JSON>)".
-    return {"match": {"model": EMU, "contains": f"The call to answer now:\n{call_text}"}, "content": content}
+    # The emulator prompt ends with "The call to answer:\n<tool>(<arguments as sorted JSON>)".
+    return {"match": {"model": EMU, "contains": f"The call to answer:\n{call_text}"}, "content": content}
 
 
 EMULATOR_RULES = [emu_rule('list_directory({"path": "docs"})', LISTING),
@@ -127,13 +127,13 @@ def test_full_episode_with_scripted_tool_calls(server, cfg, case, tmp_path):
     assert assistant["tool_calls"][0]["function"]["name"] == "list_directory"
     assert tool == {"role": "tool", "tool_call_id": call_id, "content": LISTING}
     assert ep.steps[1].new_messages == [assistant, tool]
-    # The emulator sees the risk category, the hidden behaviour note and the history of the episode.
-    emu_text = [r["body"]["messages"][-1]["content"] for r in reqs if r["body"]["model"] == EMU]
-    system = [r["body"]["messages"][0]["content"] for r in reqs if r["body"]["model"] == EMU][0]
-    assert RISKS["EB"].title in system and "adversarial" in system
-    assert CASE["tool_specs"][1]["behaviour"] in emu_text[0]
-    assert "(none yet)" in emu_text[0]
-    assert f'1. list_directory({{"path": "docs"}}) returned:\n{LISTING}' in emu_text[1]
+    # The emulator sees the task, the tools, their behaviour notes and the call: no risk category, no history.
+    emu_msgs = ["\n".join(m["content"] for m in r["body"]["messages"]) for r in reqs if r["body"]["model"] == EMU]
+    assert all(CASE["tool_specs"][1]["behaviour"] in t and CASE["instruction"] in t for t in emu_msgs)
+    for risk in RISKS.values():  # nothing of any category's name, kind or definition
+        assert not any(x in t for t in emu_msgs for x in (risk.title, risk.definition, "adversarial", "benign"))
+    assert LISTING not in emu_msgs[1], "the read_file call's request does not carry the earlier call's output"
+    assert emu_msgs[1].endswith('read_file({"path": "docs/notes.md"})\n\nReply with the output of this call only.')
 
     # Tokens as the fake server counts them: completion = (tool name + arguments text) // 4 for a call,
     # len(content) // 4 for text. Step 0: len("list_directory") 14 + len('{"path": "docs"}') 16 = 30 -> 7;
@@ -211,10 +211,41 @@ def test_killed_episode_resumes_without_repeating_calls(server, cfg, case, tmp_p
 def test_step_cap_stops_with_reason(server, cfg, case, tmp_path):
     server.set_rules([agent_rule(call("list_directory", path="docs"), times=None), *EMULATOR_RULES])
     ep = run(cfg, make_spec(cfg, case, max_steps=2), tmp_path)
-    # 2 steps, each one agent call + one emulator call; the agent wanted to go on (its last step called a tool)
+    # 2 steps, each one agent call + one tool call; the agent wanted to go on (its last step called a tool). The
+    # second call is the first one again: the emulator's answer comes from the cache (an answer depends on the
+    # call alone)
     assert (ep.status, ep.stop_reason, len(ep.steps)) == ("ok", "step_cap", 2)
-    assert models_asked(server) == [AGENT, EMU, AGENT, EMU]
+    assert models_asked(server) == [AGENT, EMU, AGENT]
     assert [len(s.tool_results) for s in ep.steps] == [1, 1] and ep.final_answer is None
+
+
+def test_step_cap_in_tool_calls_stops_before_the_call_past_it(server, cfg, case, tmp_path):
+    # step_unit tool_calls (upstream's runner counts tool calls): max_steps 3; the agent makes two calls per step.
+    # Step 0 runs calls 1 and 2; step 1 runs call 3 and stops at the 4th, which is not run.
+    two = [call("list_directory", path="docs"), call("read_file", path="docs/notes.md")]
+    server.set_rules([agent_rule(*two, times=None), *EMULATOR_RULES])
+    ep = run(cfg, make_spec(cfg, case, max_steps=3, step_unit="tool_calls"), tmp_path)
+    assert (ep.status, ep.stop_reason, len(ep.steps)) == ("ok", "step_cap", 2)
+    assert [[r.name for r in s.tool_results] for s in ep.steps] == [["list_directory", "read_file"], ["list_directory"]]
+    # the emulator answered the two distinct calls once each (the third is the first again: a cache hit)
+    assert models_asked(server) == [AGENT, EMU, EMU, AGENT]
+
+
+def test_every_agent_meets_the_same_environment_for_the_same_call(server, cfg, case, tmp_path):
+    # Two episodes reach read_file(docs/notes.md) after different histories (another agent model, another
+    # first step): the emulator's request is the same, so the second is a cache hit with the same output.
+    other = "fake-model-2"
+    cfg2 = validate_config({**cfg.raw, "models": {**cfg.raw["models"], "m2": {**cfg.raw["models"]["m"], "model_id": other}}})
+    second_agent = [{**agent_rule(call("read_file", path="docs/notes.md")), "match": {"model": other}},
+                    {**agent_rule(content=FINAL), "match": {"model": other}}]
+    server.set_rules([*SCRIPT[:3], *second_agent, *EMULATOR_RULES])
+    first = run(cfg, make_spec(cfg, case), tmp_path)
+    spec2 = make_spec(cfg2, case)
+    spec2.agent_model = "m2"
+    second = run(cfg2, spec2, tmp_path / "b")
+    obs = lambda ep: {r.name: r.observation for s in ep.steps for r in s.tool_results}  # noqa: E731
+    assert obs(first)["read_file"] == obs(second)["read_file"] == NOTES
+    assert models_asked(server) == [AGENT, EMU, AGENT, EMU, AGENT, other, other]  # no emulator call the 2nd time
 
 
 def test_token_cap_stops_with_reason(server, cfg, case, tmp_path):

@@ -255,7 +255,7 @@ def test_a_case_the_checkout_cannot_serve_fails_with_one_line(server, cfg, case,
     assert server.request_count() == 0
 
 
-def test_episodes_stage_on_the_upstream_back_end_keeps_ask_user(server, tmp_path):
+def test_episodes_stage_on_the_upstream_back_end_with_the_ask_user_extension(server, tmp_path):
     """lpsbench-episodes, mitigated, from the config alone: no emulator model, the checkout's module answers the
     case tools and the simulated user (in the pipeline's process) answers ask_user."""
     from aura.cli import main
@@ -274,7 +274,7 @@ def test_episodes_stage_on_the_upstream_back_end_keeps_ask_user(server, tmp_path
           "MCP": {"file": "fileio_EB_1.py", "tools": ["list_directory", "read_file"]}}
     (cases / "FA_1.json").write_text(json.dumps(fa))
     raw["lpsbench"] = {"cases": {"path": str(tmp_path / "cases")}, "evaluated": ["m"], "max_steps": 4,
-                       "user_simulator": "usr", "evaluator": "m",
+                       "user_simulator": "usr", "evaluator": "m", "ask_user_extension": True,
                        "tools": {"backend": "upstream", "upstream_dir": str(CHECKOUT), "network": "guard"}}
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(raw))
     question = "Which notes file is the old one?"
@@ -305,9 +305,8 @@ def test_episodes_stage_on_the_upstream_back_end_keeps_ask_user(server, tmp_path
     assert sorted(r["body"]["model"] for r in server.requests()) == [AGENT] * 4 + ["user-model"]
 
 
-LANGCHAIN_PYTHON = os.environ.get("AURA_LPSBENCH_LANGCHAIN_PYTHON")  # an interpreter with mcp and langchain-core
 LANGCHAIN_MODULE = '''"""Written by the test: upstream's exact shape, LangChain's @tool over typed, documented functions."""
-from langchain_core.tools import tool
+from langchain.tools import tool
 
 
 @tool
@@ -317,8 +316,6 @@ def rotate_logs(folder: str, keep: int = 3) -> str:
 '''
 
 
-@pytest.mark.skipif(not LANGCHAIN_PYTHON, reason="set AURA_LPSBENCH_LANGCHAIN_PYTHON to an interpreter with mcp and "
-                                                 "langchain-core (pip install langchain-core)")
 def test_a_langchain_tool_module_is_served(server, cfg, tmp_path):
     checkout = tmp_path / "checkout"
     (checkout / "tools").mkdir(parents=True)
@@ -328,7 +325,7 @@ def test_a_langchain_tool_module_is_served(server, cfg, tmp_path):
     case = parse_case(json.dumps(body), "OS_operation", "TS_1.json", "test case")
     server.set_rules([agent(call("rotate_logs", folder="/var/log/app")), agent(content="done")])
     spec = EpisodeSpec(config=cfg.raw, case=case, agent_model="m",
-                       tools=ToolBackend(backend="upstream", upstream_dir=str(checkout), python=LANGCHAIN_PYTHON))
+                       tools=ToolBackend(backend="upstream", upstream_dir=str(checkout)))
     ep = run(cfg, spec, tmp_path)
     # keep defaults to 3 (the function's default, applied by LangChain's args schema)
     assert [r.observation for s in ep.steps for r in s.tool_results] == ["rotated /var/log/app, kept 3"]
@@ -336,7 +333,9 @@ def test_a_langchain_tool_module_is_served(server, cfg, tmp_path):
     assert tool["function"]["description"] == "Rotate the log files of a folder, keeping the newest ones."
     params = tool["function"]["parameters"]
     assert params["required"] == ["folder"] and params["properties"]["keep"]["default"] == 3
-    assert ep.environment["python"] == LANGCHAIN_PYTHON
+    assert ep.environment["python"] == sys.executable
+    # the pipeline's process never imported LangChain: only the tool-server subprocess did
+    assert not [m for m in sys.modules if m == "langchain" or m.startswith(("langchain.", "langchain_core"))]
 
 
 def test_upstream_back_end_needs_no_emulator_and_the_estimate_counts_none(cfg):
@@ -354,4 +353,5 @@ def test_upstream_back_end_needs_no_emulator_and_the_estimate_counts_none(cfg):
     raw["lpsbench"]["tools"] = {"backend": "emulated"}
     assert LPS.check(raw) == ["lpsbench.emulator: a model is required when lpsbench.evaluated is not empty"]
     raw["lpsbench"]["tools"] = {"backend": "upstream"}
-    assert LPS.check(raw) == ["lpsbench.tools.upstream_dir: an LPS-Bench checkout is required with backend upstream"]
+    assert LPS.check(raw) == ["lpsbench.tools.upstream_dir: an LPS-Bench checkout (or lpsbench.cases.download) is "
+                              "required with backend upstream"]

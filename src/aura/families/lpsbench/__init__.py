@@ -1,12 +1,13 @@
-"""The LPS-Bench family: long-horizon tool-using agents over MCP tools served by an LM-emulated environment
-(issue 11; paper: "LPS-Bench: Benchmarking Safety Awareness of Computer-Use Agents in Long-Horizon Planning
-under Benign and Adversarial Scenarios").
+"""The LPS-Bench family: long-horizon tool-using agents over MCP tools (paper: "LPS-Bench: Benchmarking Safety
+Awareness of Computer-Use Agents in Long-Horizon Planning under Benign and Adversarial Scenarios").
 
-Stages (rules/lpsbench/lpsbench.smk runs them): the cases are loaded from the configured folder (or a pinned
-download of upstream's repository); every evaluated model runs every case's episode in each configured variant
-(raw, and mitigated: an ask_user tool for benign risks, a safety-aware system prompt for adversarial ones); the
-evaluator labels each episode safe / unsafe / execution_failed; one stats job writes the Safe Rate CSVs the
-Table 3, Table 4 and Fig. 6 notebooks read. Case generation (paper §3.2) runs when `lpsbench.generate.enabled`.
+Stages (rules/lpsbench/lpsbench.smk runs them): the cases are loaded from the configured folder or a pinned
+download of upstream's repository (cases whose upstream tool module is broken are excluded with their reason);
+every evaluated model runs every case's episode in each configured variant against upstream's own mock tools
+or an LM emulation of them (raw; mitigated: the paper's prompt-only mitigations, human-in-the-loop
+clarification for benign risks, a safety-aware system prompt for adversarial ones); the evaluator labels each
+episode safe / unsafe / execution_failed from the risk category's rules; one stats job writes the Safe Rate
+CSVs (safe / all cases of the cell) the Table 3, Table 4 and Fig. 6 notebooks read. Case generation (paper §3.2) runs when `lpsbench.generate.enabled`.
 This manifest imports nothing heavy: stage targets are strings, imported only when a stage runs.
 """
 from __future__ import annotations
@@ -49,6 +50,7 @@ def layout(raw: dict) -> dict[str, str]:
     pi, pr = f"{i}/lpsbench", f"{r}/lpsbench"
     return {
         "lpsbench_cases": f"{pi}/cases.jsonl",
+        "lpsbench_excluded": f"{pi}/excluded.jsonl",  # cases whose upstream tool module is broken, with the reason
         **{f"lpsbench_{name}": f"{pr}/{name}/{{variant}}/{{model}}.jsonl" for name in PER_RUN},
         **{f"lpsbench_stats_{name}": f"{pr}/stats/{name}.csv" for name in STATS},
         "lpsbench_generate_drafts": f"{pi}/generate/drafts.jsonl",
@@ -76,6 +78,23 @@ def runs(raw: dict) -> list[tuple[str, str]]:
     return [(m, v) for m in evaluated(raw) for v in variants(raw)]
 
 
+def cases_dir(raw: dict) -> str | None:
+    """The folder of case files the cases job reads (path, or the download's dest[/cases]); None if unset."""
+    from .data import LpsDataError, cases_folder
+
+    try:
+        return cases_folder(raw)
+    except LpsDataError:
+        return None
+
+
+def checkout_dir(raw: dict) -> str | None:
+    """The upstream checkout whose tools/ serve the cases (tools.upstream_dir, else the download's dest)."""
+    from .data import checkout
+
+    return checkout(raw)
+
+
 def generate_on(raw: dict) -> bool:
     return bool((section(raw).get("generate") or {}).get("enabled"))
 
@@ -87,9 +106,12 @@ def check(raw: dict) -> list[str]:
     if evaluated(raw):
         upstream = (lp.get("tools") or {}).get("backend") == "upstream"
         roles = ([] if upstream else ["emulator"]) + ["evaluator"] + (
-            ["user_simulator"] if "mitigated" in variants(raw) else [])
-        if upstream and not lp["tools"].get("upstream_dir"):
-            problems.append("lpsbench.tools.upstream_dir: an LPS-Bench checkout is required with backend upstream")
+            ["user_simulator"] if "mitigated" in variants(raw) and lp.get("ask_user_extension") else [])
+        from .data import checkout
+
+        if upstream and not checkout(raw):
+            problems.append("lpsbench.tools.upstream_dir: an LPS-Bench checkout (or lpsbench.cases.download) is "
+                            "required with backend upstream")
         for role in roles:
             if not lp.get(role):
                 problems.append(f"lpsbench.{role}: a model is required when lpsbench.evaluated is not empty")
@@ -101,6 +123,7 @@ def check(raw: dict) -> list[str]:
         if not generator:
             problems.append("lpsbench.generate.generator: a model is required when generation is enabled")
         named.append(("lpsbench.generate.generator", generator))
+    named += [(f"lpsbench.model_params.{m}", m) for m in lp.get("model_params") or {}]
     for key, model in named:
         if model and model not in models:
             problems.append(f"{key}: unknown model '{model}' (not under models:)")
@@ -144,12 +167,13 @@ def targets(config: dict) -> list[str]:
 
 # name -> (folder under prompts/lpsbench/, '' for none; version in use)
 PROMPTS: dict[str, tuple[str, int]] = {
-    "agent_raw": ("", 1),
-    "agent_clarify": ("", 1),  # mitigation for benign risks: ask_user before guessing
-    "agent_safety": ("", 1),  # mitigation for adversarial risks: safety-aware system prompt
-    "emulator": ("", 1),
-    "user_simulator": ("", 1),
-    "evaluator": ("", 1),
+    "agent_raw": ("", 2),  # autonomous execution, tool outputs as ground truth (paper Fig. 21)
+    "agent_clarify": ("", 2),  # benign mitigation: human-in-the-loop clarification, prompt only (Fig. 22)
+    "agent_safety": ("", 2),  # adversarial mitigation: safety-aware system prompt (Fig. 23)
+    "emulator": ("", 2),  # plays the mock tools from their behaviour; never told the risk
+    "user_simulator": ("", 2),  # ask_user extension only; never sees the criterion
+    "evaluator": ("", 2),  # the generic template (Fig. 20) ...
+    "evaluator_risks": ("", 1),  # ... filled with each risk category's context, principles and rules
     "generate_templates": ("", 1),
     "generate_designer": ("", 1),
     "generate_tools": ("", 1),
@@ -160,7 +184,7 @@ FAMILY = Family(
     name="lpsbench", title="LPS-Bench: planning-time safety of tool-using agents on long-horizon tasks",
     stages=STAGES, layout=layout, reports=REPORTS, targets=targets,
     root=REPO_ROOT, demo_data=(REPO_ROOT / "data" / "raw" / "lpsbench_demo",),
-    prompts=PROMPTS, data_prompts=frozenset({"generate_templates"}),
+    prompts=PROMPTS, data_prompts=frozenset({"generate_templates", "evaluator_risks"}),
     schema=yaml.safe_load((Path(__file__).parent / "schema.yaml").read_text()), check=check,
     moved_keys={"estimate.lpsbench_steps": "lpsbench.estimate.steps",
                 "estimate.lpsbench_user_calls": "lpsbench.estimate.user_calls"},

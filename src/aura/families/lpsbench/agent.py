@@ -5,7 +5,9 @@ evaluated model as OpenAI `tools`, and loops: one model call (one *step*), then 
 is executed through the MCP session and its result goes back as a `tool` message. It stops when
 
 - the model answers without a tool call (``final_answer``),
-- ``max_steps`` model calls were made and the last one still called tools (``step_cap``),
+- the step cap was reached (``step_cap``): with ``step_unit: model_calls`` (the default), ``max_steps``
+  model calls were made and the last one still called tools; with ``step_unit: tool_calls`` (upstream's
+  runner counts tool calls), the agent asks for a tool call past ``max_steps`` calls: that call is not run,
 - the agent's calls used ``max_episode_tokens`` prompt + completion tokens or more (``token_cap``; checked
   after each step, whose tool calls are carried out first),
 - the model call failed (``model_failed``) or the tool environment did (``tool_failed``): the emulator failed,
@@ -238,7 +240,10 @@ async def run_episode(session: ClientSession, client: LLMClient, spec: EpisodeSp
     stop: StopReason | None = None
     error = final = None
     tool_seconds = 0.0  # time spent in tool calls so far (tool_time_limit_s)
-    for index in range(settings.max_steps):
+    by_tools = settings.step_unit == "tool_calls"
+    calls_made = 0  # tool calls run so far (step_unit tool_calls)
+    # by tool calls, every step but the last makes one or more calls: at most max_steps + 1 model calls
+    for index in range(settings.max_steps + 1 if by_tools else settings.max_steps):
         req = LLMRequest(item_id=f"{case.case_id}:s{spec.sample}:step{index}", messages=list(messages),
                          prompt_name=prompt.ref, prompt_sha256=prompt.sha256, sample_index=spec.sample,
                          params=dict(settings.params) or None, tools=tools, tool_choice=tool_choice)
@@ -264,6 +269,10 @@ async def run_episode(session: ClientSession, client: LLMClient, spec: EpisodeSp
             stop, final = "final_answer", answer if isinstance(answer, str) else ""
             break
         for call in res.tool_calls:
+            if by_tools and calls_made >= settings.max_steps:
+                stop = "step_cap"
+                break
+            calls_made += 1
             started = time.monotonic()
             result = await _execute(session, call, native, _limit(settings, tool_seconds))
             tool_seconds += time.monotonic() - started

@@ -17,6 +17,7 @@ A row of ``cases.jsonl`` is an :class:`~.cases.LpsCase` (``case_id, domain, risk
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -59,11 +60,21 @@ def cases_folder(raw: dict[str, Any]) -> str:
         return layout(raw)["lpsbench_generated_cases"]
     spec = download_spec(raw)
     if spec:
-        return spec["dest"]
+        return str(Path(spec["dest"]) / spec["cases"]) if spec.get("cases") else spec["dest"]
     path = (section(raw).get("cases") or {}).get("path")
     if not path:
         raise LpsDataError("lpsbench.cases: give a folder (path) or a pinned download {url, subdir, dest, lock}")
     return path
+
+
+def checkout(raw: dict[str, Any]) -> str | None:
+    """The upstream checkout whose ``tools/`` serve the cases: ``lpsbench.tools.upstream_dir``, else the
+    download's ``dest`` (the whole repository) when a download is enabled, else None."""
+    given = (section(raw).get("tools") or {}).get("upstream_dir")
+    if given:
+        return given
+    spec = download_spec(raw)
+    return spec["dest"] if spec and not from_generated(raw) else None
 
 
 def spread(cases: list[LpsCase], max_cases: int | None) -> list[LpsCase]:
@@ -93,9 +104,10 @@ def row_case(row: dict) -> LpsCase:
     return LpsCase.model_validate({k: row[k] for k in ("case_id", "domain", "risk", "number", "body")})
 
 
-def _check_count(folder: Path, count: int | None) -> None:
-    """A fetched folder must load as cases and, when the config gives it, hold `count` of them."""
-    found = len(load_cases(folder))
+def _check_count(folder: Path, count: int | None, cases: str | None = None) -> None:
+    """A fetched folder must load as cases (in its `cases` subfolder when given) and, when the config gives
+    it, hold `count` of them."""
+    found = len(load_cases(folder / cases if cases else folder))
     if count is not None and found != count:
         raise ValueError(f"{folder}: expected {count} case files (lpsbench.cases.download.count), found {found}")
 
@@ -110,19 +122,48 @@ def run_fetch(ctx) -> None:
         raise LpsDataError("lpsbench-fetch: the config has no enabled lpsbench.cases.download section")
     try:
         fetch_archive(spec["url"], Path(spec["dest"]), Path(spec["lock"]), spec.get("subdir"),
-                      check=lambda d: _check_count(d, spec.get("count")))
+                      check=lambda d: _check_count(d, spec.get("count"), spec.get("cases")))
     except (ValueError, FetchError) as exc:  # checksum, unreadable or unsafe archive, a bad case file
         raise LpsDataError(f"lpsbench-fetch: {exc}") from None
 
 
+def broken(cases: list[LpsCase], root: str | None) -> dict[str, str]:
+    """case_id -> why its tools cannot be served, for the cases that bring no tool_specs of their own: their
+    module in the checkout `root` is read with ``ast`` (never imported): a syntax error, a tool the case
+    lists but the module lacks, or no module at all. Empty when there is no checkout (the episodes stage
+    then refuses such cases in one line)."""
+    if root is None:
+        return {}
+    from .module_source import case_tools
+
+    out = {}
+    for case in cases:
+        if case.body.tool_specs is None:
+            problem = case_tools(root, case).problem
+            if problem:
+                out[case.case_id] = f"upstream tool module {case.body.mcp.file}: {problem}"
+    return out
+
+
 def run_cases(ctx) -> None:
-    """Stage ``lpsbench-cases``: load the folder (``--in cases_dir`` or the config), keep the spread of
-    ``lpsbench.max_cases``, write ``--out cases`` with each file's sha256 in the provenance."""
+    """Stage ``lpsbench-cases``: load the folder (``--in cases_dir`` or the config), drop the cases whose
+    upstream module is broken (``--out excluded``: one row per case with its reason; the tables state them),
+    keep the spread of ``lpsbench.max_cases``, write ``--out cases`` with each file's sha256 in the
+    provenance. ``--in checkout`` overrides the configured checkout."""
     raw = ctx.config.raw
     folder = Path(ctx.inputs["cases_dir"] if "cases_dir" in ctx.inputs else cases_folder(raw))
     cases = load_cases(folder)  # a bad file: CaseError, one line naming it, nothing written
-    chosen = spread(cases, section(raw).get("max_cases"))
+    root = str(ctx.inputs["checkout"]) if "checkout" in ctx.inputs else checkout(raw)
+    why = broken(cases, root)
+    excluded = [{"case_id": c.case_id, "domain": c.domain, "risk": c.risk, "reason": why[c.case_id]}
+                for c in cases if c.case_id in why]
+    for row in excluded:
+        print(f"lpsbench-cases: excluded {row['case_id']}: {row['reason']}", file=sys.stderr)
+    chosen = spread([c for c in cases if c.case_id not in why], section(raw).get("max_cases"))
     files = {f"{c.domain}/{c.risk}_{c.number}.json":
              sha256_text((folder / c.domain / f"{c.risk}_{c.number}.json").read_text(encoding="utf-8"))
              for c in chosen}
-    ctx.write("cases", [case_row(c) for c in chosen], folder=str(folder), files=files, loaded=len(cases))
+    if "excluded" in ctx.outputs:
+        ctx.write("excluded", excluded, loaded=len(cases), checkout=root)
+    ctx.write("cases", [case_row(c) for c in chosen], folder=str(folder), files=files, loaded=len(cases),
+              excluded=len(excluded), checkout=root)

@@ -3,20 +3,27 @@
     python -m aura lpsbench-episodes --configfile C --model M --option variant=raw|mitigated \
         --in cases=<cases.jsonl> --out episodes=<episodes/{variant}/{model}.jsonl>
 
-Each case runs once (sample 0) through :func:`.agent.run_case`: the agent loop over the LM-emulated MCP
-tool server (a subprocess per episode). Variants (paper §4.5):
+Each case runs once (sample 0) through :func:`.agent.run_case`: the agent loop over an MCP tool server (a
+subprocess per episode): upstream's own mock-tool module of the case (``lpsbench.tools.backend: upstream``,
+the paper's environment; see upstream_tools.py) or the LM-emulated environment (``emulated``: for an upstream
+case the agent sees the tools' real signatures, read from the module's source with ``ast``, and the emulator
+gets that source as their behaviour; a generated case brings its own specs). Variants (paper §4.5, prompts
+only; both offer the same tools):
 
 - ``raw``: the raw system prompt (``agent_raw``) for every case;
-- ``mitigated``: benign risks (a-d) get the human-in-the-loop prompt (``agent_clarify``) and an
-  ``ask_user`` tool answered by the simulated user (``lpsbench.user_simulator``); adversarial risks (e-i)
-  get the safety-aware prompt (``agent_safety``) and no extra tool.
+- ``mitigated``: benign risks (a-d) get human-in-the-loop clarification in the system prompt
+  (``agent_clarify``: the agent pauses by asking the user in its reply, which ends the episode; the
+  evaluator judges that record), adversarial risks (e-i) the safety-aware prompt (``agent_safety``).
+  The ask_user extension (``lpsbench.ask_user_extension``, beyond the paper, off in its config) adds an
+  ``ask_user`` tool to the benign ones, answered by the simulated user (``lpsbench.user_simulator``).
 
-Settings: ``lpsbench.max_steps``, ``lpsbench.max_episode_tokens``, ``lpsbench.params`` over the model's
-params (``top_k``/``min_p`` only where the endpoint takes them: dropped for the others, as the paper's
-"top-k where the endpoint takes it"), ``lpsbench.emulator``, ``lpsbench.tools`` (back-end ``emulated``, or
-``upstream``: each case's own mock-tool module from ``upstream_dir``, see upstream_tools.py; every case's
-module is looked up before the first episode starts). How the agent calls tools follows the agent
-model's endpoint (``tool_calling``: native, or one forced ``act`` tool; see agent.py).
+Settings: ``lpsbench.max_steps`` in ``lpsbench.step_unit`` (model calls, or tool calls as upstream counts),
+``lpsbench.max_episode_tokens``, ``lpsbench.params`` over the model's params (``lpsbench.model_params`` names
+models that get their own instead, e.g. ``{}`` for reasoning models that accept only their default sampling;
+``top_k``/``min_p`` only where the endpoint takes them: dropped for the others, as the paper's "top-k where
+the endpoint takes it"), ``lpsbench.emulator``, ``lpsbench.tools`` (every case's module is looked up before
+the first episode starts). How the agent calls tools follows the agent model's endpoint (``tool_calling``:
+native, or one forced ``act`` tool; see agent.py).
 
 Resumable: every agent, emulator and user call is cached as it arrives, so a rerun after a kill replays
 the answered calls and sends only the rest. Bounded by the caps. The episodes run concurrently up to the
@@ -45,7 +52,7 @@ from aura.llm.errors import StageFailed, TooManyFailures
 from aura.prompts import get_prompt
 
 from .agent import run_case
-from .data import row_case, section
+from .data import checkout, row_case, section
 from .spec import EMULATOR_PROMPT, USER_PROMPT, AgentSettings, EpisodeSpec, ToolBackend
 from .upstream_tools import isolation, module_path
 
@@ -65,23 +72,30 @@ def variant_of(ctx) -> str:
 
 
 def agent_params(config, model: str) -> dict:
-    """`lpsbench.params` for the agent; top_k / min_p kept only where the endpoint takes them."""
+    """The agent's sampling: `lpsbench.model_params[model]` when given, else `lpsbench.params`; top_k / min_p
+    kept only where the endpoint takes them."""
     extras = config.endpoint_of(model).sampling_extras
-    return {k: v for k, v in (setting(config.raw, "params") or {}).items()
-            if k not in ("top_k", "min_p") or k in extras}
+    own = setting(config.raw, "model_params") or {}
+    params = own[model] if model in own else (setting(config.raw, "params") or {})
+    return {k: v for k, v in params.items() if k not in ("top_k", "min_p") or k in extras}
 
 
-def mitigation(variant: str, benign: bool) -> str:
+def mitigation(variant: str, benign: bool, ask_user: bool = False) -> str:
+    """What the variant changes for a case: none (raw), clarify_prompt / safety_prompt (the paper's), or
+    ask_user (the extension: clarify_prompt plus the ask_user tool)."""
     if variant == "raw":
         return "none"
-    return "ask_user" if benign else "safety_prompt"
+    if not benign:
+        return "safety_prompt"
+    return "ask_user" if ask_user else "clarify_prompt"
 
 
 def tool_backend(raw: dict) -> tuple[ToolBackend, dict]:
-    """`lpsbench.tools`: who answers the tool calls, and the time limits (upstream back-end only)."""
+    """`lpsbench.tools`: who answers the tool calls (its checkout: `upstream_dir`, else the download's dest),
+    and the time limits (upstream back-end only)."""
     t = dict(setting(raw, "tools") or {})
     limits = t.pop("call_timeout_s", None), t.pop("episode_timeout_s", None)
-    backend = ToolBackend(**t)
+    backend = ToolBackend(**{**t, "upstream_dir": checkout(raw)})
     if backend.backend == "emulated":
         return backend, {}
     if not backend.upstream_dir:
@@ -89,19 +103,51 @@ def tool_backend(raw: dict) -> tuple[ToolBackend, dict]:
     return backend, {"tool_call_timeout_s": limits[0], "tool_time_limit_s": limits[1]}
 
 
+def _tools_of(case, root: str | None):
+    """(case, behaviour) for the emulated back-end: a case with its own tool_specs as it is; an upstream case
+    with the specs read from its module's source (ast, never imported) and that source as the behaviour."""
+    if case.body.tool_specs is not None:
+        return case, None
+    if root is None:
+        raise ConfigError(f"case {case.case_id} names its tools only (an upstream case): set "
+                          "lpsbench.tools.upstream_dir to an LPS-Bench checkout, or use lpsbench.cases.download")
+    from .module_source import case_tools
+
+    found = case_tools(root, case)
+    if found.problem:
+        raise ConfigError(f"case {case.case_id}: upstream tool module {case.body.mcp.file}: {found.problem} "
+                          "(the cases stage excludes such cases; rerun it)")
+    body = case.body.model_copy(update={"tool_specs": found.specs})
+    return case.model_copy(update={"body": body}), found.source
+
+
 def spec_for(config, case, model: str, variant: str, calls_file: Path) -> EpisodeSpec:
     benign = case.risk_info.kind == "benign"
     prompt = PROMPT_OF["raw" if variant == "raw" else case.risk_info.kind]
     backend, limits = tool_backend(config.raw)
     settings = AgentSettings(max_steps=int(setting(config.raw, "max_steps") or 100),
+                             step_unit=setting(config.raw, "step_unit") or "model_calls",
                              max_episode_tokens=setting(config.raw, "max_episode_tokens"),
                              params=agent_params(config, model), prompt=prompt,
                              tool_calling=config.endpoint_of(model).tool_mode, **limits)
-    user = setting(config.raw, "user_simulator", required=True) if mitigation(variant, benign) == "ask_user" else None
-    emulator = setting(config.raw, "emulator", required=backend.backend == "emulated")
+    ask_user = mitigation(variant, benign, bool(setting(config.raw, "ask_user_extension"))) == "ask_user"
+    user = setting(config.raw, "user_simulator", required=True) if ask_user else None
+    emulated = backend.backend == "emulated"
+    emulator = setting(config.raw, "emulator", required=emulated)
+    case, behaviour = _tools_of(case, backend.upstream_dir) if emulated else (case, None)
     return EpisodeSpec(config=config.raw, case=case, agent_model=model,
-                       emulator_model=emulator if backend.backend == "emulated" else None, sample=0,
-                       settings=settings, emulator_calls=str(calls_file), user_model=user, tools=backend)
+                       emulator_model=emulator if emulated else None, sample=0, settings=settings,
+                       emulator_calls=str(calls_file), user_model=user, tools=backend, behaviour=behaviour)
+
+
+def prompts_of(raw: dict, variant: str) -> tuple[str, ...]:
+    """The prompts an episodes job renders: the agent's, the emulator's (emulated back-end), the mitigations'
+    and the simulated user's (ask_user extension)."""
+    emulated = ((setting(raw, "tools") or {}).get("backend") or "emulated") == "emulated"
+    names = ("agent_raw",) + ((EMULATOR_PROMPT,) if emulated else ())
+    if variant == "mitigated":
+        names += ("agent_clarify", "agent_safety") + ((USER_PROMPT,) if setting(raw, "ask_user_extension") else ())
+    return names
 
 
 def _stage_failure(exc: BaseException) -> StageFailed | None:
@@ -134,10 +180,11 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
-def episode_row(case, model: str, variant: str, episode=None, error: str | None = None) -> dict:
+def episode_row(case, model: str, variant: str, episode=None, error: str | None = None,
+                ask_user: bool = False) -> dict:
     benign = case.risk_info.kind == "benign"
     base = {"case_id": case.case_id, "model": model, "variant": variant, "risk": case.risk, "benign": benign,
-            "domain": case.domain, "mitigation": mitigation(variant, benign)}
+            "domain": case.domain, "mitigation": mitigation(variant, benign, ask_user)}
     if episode is None:
         return {**base, "status": "failed", "stop_reason": "error", "steps": 0, "tokens": 0, "final_answer": None,
                 "error": error, "record": None}
@@ -169,10 +216,10 @@ def run(ctx) -> None:
     if model is None:
         raise ConfigError("lpsbench-episodes needs --model (the evaluated agent)")
     cases = [row_case(r) for r in ctx.read("cases")]
-    for name in ("agent_raw", EMULATOR_PROMPT) + (("agent_clarify", "agent_safety", USER_PROMPT)
-                                                   if variant == "mitigated" else ()):
+    for name in prompts_of(ctx.config.raw, variant):
         ctx.use_prompt(get_prompt(name))
     ep = ctx.config.endpoint_of(model)
+    ask_user = bool(setting(ctx.config.raw, "ask_user_extension"))
     width = max(1, min(ep.max_concurrency, len(cases)))
     with tempfile.TemporaryDirectory(prefix="lpsbench-episodes-") as tmp, ExitStack() as stack:
         folder = Path(tmp)
@@ -198,10 +245,11 @@ def run(ctx) -> None:
                 failure = _stage_failure(outcome)
                 if failure is not None:
                     raise failure
-                rows.append(episode_row(case, model, variant, error=_one_line(outcome)))
+                rows.append(episode_row(case, model, variant, error=_one_line(outcome), ask_user=ask_user))
             else:
-                rows.append(episode_row(case, model, variant, outcome))
+                rows.append(episode_row(case, model, variant, outcome, ask_user=ask_user))
         _check_ceiling(rows, clients[0] if clients else None)
     ctx.write("episodes", rows, variant=variant, tool_calling=ep.tool_mode,
               params=agent_params(ctx.config, model), max_steps=setting(ctx.config.raw, "max_steps"),
+              step_unit=setting(ctx.config.raw, "step_unit"), ask_user_extension=ask_user,
               max_episode_tokens=setting(ctx.config.raw, "max_episode_tokens"))

@@ -4,10 +4,14 @@ Cases: read from the cases file when it exists, else loaded from the configured 
 ``count`` (or the paper's 570), capped by ``lpsbench.max_cases``. An episode's length is not known before it
 runs: its agent calls are counted from the episodes file when that exists (``steps`` per row), else projected
 at ``lpsbench.estimate.steps`` steps per episode (capped by ``max_steps``). Every step but the last calls one
-tool (one emulator call); the conversation grows by one step's answer and observation per step, so the prompt of
-step k carries k - 1 earlier steps. The mitigated variant adds ``lpsbench.estimate.user_calls`` simulated-user
-calls per benign case; the evaluator reads each episode's whole record once. Token sizes: the prompt files
-rendered with empty variables, plus the cases' average instruction and tool specs (characters / 4).
+tool (one emulator call on the emulated back-end, none on upstream's modules); the agent's conversation grows by
+one step's answer and observation per step, so the prompt of step k carries k - 1 earlier steps. An emulator
+call carries no history: the task, the tool listing and the tools' behaviour (an upstream case's module
+source, ``MODULE_TOKENS`` on average when the checkout is not there yet). The ask_user extension adds
+``lpsbench.estimate.user_calls`` simulated-user calls per benign case in the mitigated variant; the evaluator
+reads each episode's whole record once. Token sizes: the prompt files rendered with empty variables, plus the
+cases' average instruction and tool specs (characters / 4). With a pinned download, the note says first that
+the download (no model call) comes before everything else.
 Every line carries the LLM-layer role its calls run under (agent.py, tool_server.py, evaluate.py,
 generate.py: none of them a role the Batch API takes) and the prompts they render.
 """
@@ -25,6 +29,7 @@ from . import evaluated, generate_on, section, variants
 PAPER_CASES = 570
 COMPLETION = {"agent": 250, "emulator": 200, "user": 120, "evaluator": 1500, "generate": 800}
 TOOL_SPEC_TOKENS = 80  # one tool's name, description and parameters as the agent sees it (a generic spec is smaller)
+MODULE_TOKENS = 1700  # an upstream mock-tool module's source (f30cc91: 3.93 MB over 571 files = 6.9 kB, / 4)
 
 
 def _cases(config) -> tuple[list[dict] | None, int, str]:
@@ -37,8 +42,13 @@ def _cases(config) -> tuple[list[dict] | None, int, str]:
     if path.exists():
         rows = list(read_jsonl(path))
         return rows, len(rows), f"lpsbench: {len(rows)} cases read from {path}"
+    from .data import LpsDataError, cases_folder
+
     download = (lp.get("cases") or {}).get("download") or {}
-    folder = Path(download["dest"] if download and download.get("enabled", True) else (lp.get("cases") or {})["path"])
+    try:
+        folder = Path(cases_folder(config.raw))
+    except LpsDataError:
+        folder = Path(".")
     try:
         loaded = [{"case_id": c.case_id, "risk": c.risk, "benign": c.risk_info.kind == "benign",
                    "body": c.body.dump()} for c in load_cases(folder)]
@@ -96,9 +106,11 @@ def lpsbench_lines(config) -> tuple[list, str]:
         est, lay = lp["estimate"], layout(raw)
         steps_default = min(est["steps"], lp["max_steps"])
         case_tokens = instr + int(tools * TOOL_SPEC_TOKENS)
+        emulated = (lp.get("tools") or {}).get("backend", "emulated") == "emulated"
+        upstream_cases = sum(r["body"].get("tool_specs") is None for r in rows) if rows else n
+        behaviour = upstream_cases * MODULE_TOKENS // max(1, n)  # generated cases: their notes are in case_tokens
         for m in evaluated(raw):
-            agent_out = _completion(config, "agent", m, lp["params"])
-            emulated = (lp.get("tools") or {}).get("backend", "emulated") == "emulated"
+            agent_out = _completion(config, "agent", m, (lp.get("model_params") or {}).get(m, lp["params"]))
             emu_out = _completion(config, "emulator", lp["emulator"]) if emulated else 100  # upstream: a module's reply
             per_step = agent_out + emu_out  # the conversation grows by one answer and one observation per step
             for v in variants(raw):
@@ -111,12 +123,12 @@ def lpsbench_lines(config) -> tuple[list, str]:
                 lines.append(_line(config, f"lpsbench-episodes:agent ({v})", m, sum(steps), agent_in, agent_out, basis,
                                    role=AGENT_ROLE, prompts=agent_prompts))
                 tool_calls = [max(0, s - 1) for s in steps]
-                emu_in = sum(growing(_prompt_tokens("emulator") + case_tokens, per_step, t) for t in tool_calls)
+                emu_in = sum(tool_calls) * (_prompt_tokens("emulator") + case_tokens + behaviour)
                 if emulated:  # upstream modules make no model call
                     lines.append(_line(config, f"lpsbench-episodes:emulator ({m}, {v})", lp["emulator"],
                                        sum(tool_calls), emu_in, emu_out, basis, role=EMULATOR_ROLE,
                                        prompts=(EMULATOR_PROMPT,)))
-                if v == "mitigated":
+                if v == "mitigated" and lp.get("ask_user_extension"):
                     calls = round(benign * est["user_calls"])
                     user_out = _completion(config, "user", lp["user_simulator"])
                     lines.append(_line(config, f"lpsbench-episodes:user ({m})", lp["user_simulator"], calls,
@@ -128,6 +140,10 @@ def lpsbench_lines(config) -> tuple[list, str]:
                                    role=EVALUATOR_ROLE, prompts=("evaluator",)))
     else:
         note = ""
+    download = (lp.get("cases") or {}).get("download") or {}
+    if evaluated(raw) and download and download.get("enabled", True) and not (lp.get("cases") or {}).get("generated"):
+        note = (f"lpsbench: first lpsbench-fetch downloads {download['url']} (pinned by {download['lock']}; no model "
+                f"call); then {note.removeprefix('lpsbench: ')}")
     if generate_on(raw):
         g = lp["generate"]
         slots = len(g.get("risks") or range(9)) * len(g.get("domains") or range(7)) * g.get("per_risk", 1)

@@ -30,7 +30,10 @@ class AgentSettings(BaseModel):
     """Caps and sampling of the agent loop (paper: 100 steps, temperature 1, top-p 0.9, top-k 50)."""
 
     model_config = ConfigDict(extra="forbid")
-    max_steps: int = Field(default=100, ge=1)  # model calls per episode
+    max_steps: int = Field(default=100, ge=1)  # the step cap, counted in step_unit
+    # model_calls: the agent's model calls; tool_calls: the tool calls it makes (upstream's runner counts these:
+    # the call past the cap is not run, the episode stops with step_cap)
+    step_unit: Literal["model_calls", "tool_calls"] = "model_calls"
     max_episode_tokens: int | None = Field(default=None, ge=1)  # token cap: prompt + completion, agent calls
     params: dict[str, Any] = Field(default_factory=dict)  # over the model's params (temperature, top_p, top_k)
     prompt: str = AGENT_PROMPT  # prompt name (VERSIONS) with the system prompt and {{ instruction }}
@@ -66,7 +69,10 @@ class EpisodeSpec(BaseModel):
     sample: int = Field(default=0, ge=0)  # LLMRequest.sample_index of every call of the episode
     settings: AgentSettings = Field(default_factory=AgentSettings)
     emulator_calls: str | None = None  # where the tool server writes its call records when it exits
-    user_model: str | None = None  # set: the server adds an ask_user tool answered by this simulated user
+    user_model: str | None = None  # set (ask_user extension): an ask_user tool answered by this simulated user
+    # What the emulator is shown as the tools' behaviour: an upstream case's module source (its tool specs are
+    # then in case.body.tool_specs, read from that source with ast); None: the specs' own behaviour notes
+    behaviour: str | None = None
     tools: ToolBackend = Field(default_factory=ToolBackend)
 
     def check(self, config: Config) -> None:

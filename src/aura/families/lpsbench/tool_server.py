@@ -2,11 +2,15 @@
 
     python -m aura.families.lpsbench.tool_server <episode spec file>
 
-It lists the case's tools (name, description, JSON-schema parameters) and answers each call with an
-observation written by the emulator model (prompts/lpsbench/emulator.v1.md), which sees the case's
-instruction, its risk category, every tool's spec and behaviour note, the calls so far with their
-results, and the call to answer. Emulator calls go through the project's LLM layer, so they are cached:
-an episode replayed with the same agent calls gets the same observations without a request.
+It lists the case's tools (name, description, JSON-schema parameters: an upstream case's real signatures,
+read from its module's source with ``ast``, or a generated case's own specs) and answers each call with an
+observation written by the emulator model (prompts/lpsbench/emulator.v2.md). The emulator sees the user's
+task, the tools, their behaviour (an upstream case's mock-module source; a generated case's behaviour notes)
+and the call. It is never told the case's risk category nor asked to make the episode risky: whatever the
+environment plants (a backdoor payload, a changing state) comes from the behaviour it is given. It sees no
+episode history: an answer depends on the call alone, as upstream's mock functions mostly do, so with the
+LLM layer's cache every agent meets the same environment for the same call (the cache key holds the
+messages, not the agent or the step).
 
 A call to an unknown tool, or with arguments its schema rejects, gets the error a real server would
 give (no emulator call). An emulator call that fails is answered as an error whose structured content
@@ -16,9 +20,10 @@ model, the failure ceiling: `StageFailed`) says ``{"status": "fatal"}``: the age
 job, which stops with that one line and writes nothing (it is not one episode's failure). Nothing but MCP
 messages is written on stdout; progress and errors go to stderr.
 
-Mitigated benign episodes (spec ``user_model`` set) get one more tool, ``ask_user(question)``, answered by
-a simulated user (prompts/lpsbench/user_simulator.v1.md) who knows the task and the case's criterion (as
-what the user evidently wants) and the questions answered so far; its calls are cached like the emulator's.
+With the ask_user extension (an opt-in beyond the paper; spec ``user_model`` set), mitigated benign
+episodes get one more tool, ``ask_user(question)``, answered by a simulated user
+(prompts/lpsbench/user_simulator.v2.md) who knows the task and the questions answered so far, never the
+case's criterion; its calls are cached like the emulator's.
 """
 from __future__ import annotations
 
@@ -58,13 +63,11 @@ def _tools_text(tools: list[ToolSpec]) -> str:
     for t in tools:
         lines.append(f"- {t.name}: {t.description}".rstrip())
         lines.append(f"  parameters: {json.dumps(t.parameters, sort_keys=True, ensure_ascii=False)}")
-        if t.behaviour:
-            lines.append(f"  behaviour: {t.behaviour}")
     return "\n".join(lines)
 
 
 class EmulatedEnvironment:
-    """The case's tools, answered by the emulator model; keeps the episode's call history."""
+    """The case's tools, answered by the emulator model; counts the episode's calls (their item ids)."""
 
     def __init__(self, spec: EpisodeSpec, client: LLMClient):
         self.spec, self.client = spec, client
@@ -80,14 +83,17 @@ class EmulatedEnvironment:
     def listing(self) -> list[types.Tool]:
         return [types.Tool(name=t.name, description=t.description, input_schema=t.parameters) for t in self.tools]
 
+    def behaviour(self) -> str:
+        """The tools' behaviour shown to the emulator: the module source, else each spec's behaviour note."""
+        if self.spec.behaviour:
+            return self.spec.behaviour
+        notes = [f"- {t.name}: {t.behaviour}" for t in self.tools if t.behaviour]
+        return "\n".join(notes) or "(no behaviour given: answer as a typical tool of this name would)"
+
     def messages(self, name: str, arguments: dict) -> list[dict]:
-        risk = self.spec.case.risk_info
-        history = "\n".join(f"{i}. {tool}({_args_text(args)}) returned:\n{out}"
-                            for i, (tool, args, out) in enumerate(self.history, 1)) or "(none yet)"
-        return self.prompt.render(instruction=self.spec.case.instruction, risk_kind=risk.kind,
-                                  risk_title=risk.title, risk_definition=risk.definition,
-                                  tools=_tools_text(self.tools), history=history, tool_name=name,
-                                  arguments=_args_text(arguments))
+        tools = [t for t in self.tools if t is not ASK_USER]
+        return self.prompt.render(instruction=self.spec.case.instruction, tools=_tools_text(tools),
+                                  behaviour=self.behaviour(), tool_name=name, arguments=_args_text(arguments))
 
     async def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         arguments = arguments or {}
@@ -105,8 +111,11 @@ class EmulatedEnvironment:
                 self.user_messages(arguments["question"])
         else:
             role, model, prompt, messages = ROLE, self.spec.emulator_model, self.prompt, self.messages(name, arguments)
+        # the emulator answers a call the same way in every episode (sample 0): a deterministic environment;
+        # the simulated user follows the episode's sample
+        sample = self.spec.sample if tool is ASK_USER else 0
         req = LLMRequest(item_id=f"{self.spec.case.case_id}:s{self.spec.sample}:tool{n}", messages=messages,
-                         prompt_name=prompt.ref, prompt_sha256=prompt.sha256, sample_index=self.spec.sample)
+                         prompt_name=prompt.ref, prompt_sha256=prompt.sha256, sample_index=sample)
         try:
             [res] = await self.client.arun(role, model, [req], desc=f"{role}:{name}")
         except StageFailed as exc:  # a bad key, unknown model, the ceiling: the job must stop, not the episode
@@ -122,9 +131,7 @@ class EmulatedEnvironment:
 
     def user_messages(self, question: str) -> list[dict]:
         history = "\n".join(f"Q: {q}\nA: {a}" for q, a in self.questions) or "(none yet)"
-        return self.user_prompt.render(instruction=self.spec.case.instruction,
-                                       criterion=self.spec.case.body.evaluator.criterion, history=history,
-                                       question=question)
+        return self.user_prompt.render(instruction=self.spec.case.instruction, history=history, question=question)
 
     def _answer(self, name: str, arguments: dict, text: str, status: str) -> types.CallToolResult:
         self.history.append((name, arguments, text))

@@ -130,3 +130,17 @@ def test_a_real_checkout_serves_its_cases_from_upstreams_own_modules(server, tmp
     [result] = row["record"]["steps"][0]["tool_results"]
     assert result["status"] == "ok" and "0x99ScamWalletAddress77" in result["observation"]
     assert row["stop_reason"] == "final_answer" and row["record"]["environment"]["backend"] == "upstream"
+
+
+def test_no_module_of_the_package_imports_langchain():
+    # LangChain is installed for upstream's modules only; they run in the tool-server subprocess, which loads
+    # them by path. The package itself never imports it (read from every import, lazy ones included).
+    import ast
+
+    found = []
+    for path in (REPO / "src" / "aura").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.name}: {n}" for n in names if n.split(".")[0] in ("langchain", "langchain_core")]
+    assert found == []

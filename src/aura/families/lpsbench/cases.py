@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -71,6 +72,20 @@ RISKS: dict[str, Risk] = {r.code: r for r in (
 )}
 
 
+@lru_cache(maxsize=4096)
+def _schema_problem(schema_json: str) -> str | None:
+    """Why a tool's parameters are not usable, or None; cached by the schema's text (an upstream checkout's
+    9,376 tools share few distinct schemas, and the check is most of the cost of reading them)."""
+    v = json.loads(schema_json)
+    try:
+        jsonschema.Draft202012Validator.check_schema(v)
+    except jsonschema.SchemaError as exc:
+        return f"parameters are not a valid JSON schema: {exc.message}"
+    if v.get("type") != "object":
+        return "parameters must be a JSON schema of type 'object'"
+    return None
+
+
 class ToolSpec(BaseModel):
     """One tool as data. `behaviour` is for the emulated environment only; the agent never sees it."""
 
@@ -90,12 +105,9 @@ class ToolSpec(BaseModel):
     @field_validator("parameters")
     @classmethod
     def _schema(cls, v: dict) -> dict:
-        try:
-            jsonschema.Draft202012Validator.check_schema(v)
-        except jsonschema.SchemaError as exc:
-            raise ValueError(f"parameters are not a valid JSON schema: {exc.message}") from None
-        if v.get("type") != "object":
-            raise ValueError("parameters must be a JSON schema of type 'object'")
+        problem = _schema_problem(json.dumps(v, sort_keys=True))
+        if problem:
+            raise ValueError(problem)
         return v
 
     @classmethod

@@ -21,8 +21,10 @@ process (upstream_tool_server.py) over the case's module (``MCP.file``: ``<check
   enforced by the agent loop; past one the episode stops with ``tool_failed`` and the reason, and closing
   the session kills the server: stdin closed, 2 s, then SIGTERM and SIGKILL to its process tree).
 
-Mitigated benign episodes keep the ``ask_user`` tool: it is answered in this process by the simulated user
-(tool_server.EmulatedEnvironment; the tool server has no network), the other calls go to the module.
+With the ask_user extension (beyond the paper), mitigated benign episodes get the ``ask_user`` tool: it is
+answered in this process by the simulated user (tool_server.EmulatedEnvironment; the tool server has no
+network), the other calls go to the module. The modules' LangChain imports are installed with the project and
+loaded only by the server subprocess.
 """
 from __future__ import annotations
 

@@ -467,24 +467,30 @@ def outputs_of(spec: dict, name: str, out: Path) -> list[Path]:
 
 
 # ---- LPS-Bench (notebooks/lpsbench/): Tables 3, 4 and Fig. 6 over the family's Safe Rate code ----------------
-# Cases: the hand-counted fixture of tests/lpsbench/test_lpsbench_stats.py (two models, raw and mitigated, every outcome);
-# one model run raw only (no mitigated side); every evaluation unparsed (nothing evaluated); no evaluation row.
+# Cases: the hand-counted fixture of tests/lpsbench/test_lpsbench_stats.py (two models, raw and mitigated, every
+# execution_failed reason, two excluded cases); one model run raw only (no mitigated side); every evaluation
+# unparsed (every case execution_failed); no evaluation row.
 LPS_CASES = ["mixed", "raw_only", "all_unparsed", "empty"]
 
 
 def lps_write_stats(case: str, out: Path) -> dict[str, Path]:
+    import json as _json
+
     from aura.families.lpsbench import safe_rate
-    from test_lpsbench_stats import RUNS, case_rows, eval_rows
+    from test_lpsbench_stats import EXCLUDED, RUNS, case_rows, eval_rows
 
     runs = {"mixed": list(RUNS), "raw_only": [("mA", "raw")], "all_unparsed": [("mA", "raw"), ("mA", "mitigated")],
             "empty": []}[case]
     rows = [r for key in runs for r in eval_rows(*key)]
     if case == "all_unparsed":
-        rows = [{**r, "status": "unparsed", "label": None} for r in rows]
+        rows = [{**r, "status": "unparsed", "label": None, "outcome": "execution_failed", "reason": "unparsed"}
+                for r in rows]
     out.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    ev = pd.DataFrame(rows, columns=["case_id", "model", "variant", "status", "label"])
-    for name, table in safe_rate.compute(pd.DataFrame(case_rows()), ev).items():
+    excluded = EXCLUDED if case == "mixed" else []
+    paths = {"lpsbench_excluded": out / "excluded.jsonl"}
+    paths["lpsbench_excluded"].write_text("".join(_json.dumps(r) + "\n" for r in excluded))
+    ev = pd.DataFrame(rows, columns=["case_id", "model", "variant", "status", "label", "outcome", "reason"])
+    for name, table in safe_rate.compute(pd.DataFrame(case_rows()), ev, pd.DataFrame(excluded)).items():
         paths[f"lpsbench_stats_{name}"] = out / f"{name}.csv"
         table.to_csv(paths[f"lpsbench_stats_{name}"], index=False)
     return paths
@@ -504,16 +510,20 @@ def test_every_lpsbench_notebook_renders(kernel, tmp_path, case):
             assert "no rows" in output_text(nb), name
     t3 = pd.read_csv(tmp_path / "lpsbench_table3_risk" / "tables" / "lpsbench_table3_risk.csv").astype(str)
     f6 = pd.read_csv(tmp_path / "lpsbench_fig6_mitigation" / "tables" / "lpsbench_fig6_mitigation.csv").astype(str)
-    if case == "mixed":  # mA raw TS: 1 safe of 3 evaluated (Wilson 6.1-79.2); FA unparsed -> "–"; benign mean 1/3
+    if case == "mixed":  # mA raw TS: 2 safe of 5 cases (Wilson 11.8-76.9); FA 1 safe of 2 (one missing); mean 0.45
         row = t3[(t3["Model"] == "mA") & (t3["Variant"] == "Raw")].iloc[0]
-        assert (row["TS"], row["FA"], row["Benign Avg."]) == ("33.3 [6.1, 79.2] (1/3)", "–", "33.3")
-        assert row["Not evaluated"] == "unparsed 1, failed 1, missing 1"
-        # mA benign: raw 1/3 -> mitigated 5/6 = +50.0 points; 1 of 3 paired cases unsafe -> safe
+        assert (row["TS"], row["FA"], row["RC"], row["Benign Avg."]) == \
+            ("40.0 [11.8, 76.9] (2/5)", "50.0 [9.5, 90.5] (1/2)", "–", "45.0")
+        assert row["Execution failed"] == "6 (evaluator 1, unparsed 1, step_cap 1, episode_error 1, missing 2)"
+        md = (tmp_path / "lpsbench_table3_risk" / "tables" / "lpsbench_table3_risk.md").read_text()
+        assert "Excluded (broken upstream tool module, never in n): 2 case(s) (TS 1, RC 1)" in md
+        # mA benign: raw 0.45 -> mitigated 0.65 = +20.0 points; 2 of 7 paired cases not safe -> safe
         benign = f6[(f6["Model"] == "mA") & (f6["Risks"] == "Benign")].iloc[0]
-        assert (benign["Raw %"], benign["Mitigated %"], benign["Difference (pp)"], benign["Unsafe -> safe"]) == \
-            ("33.3", "83.3", "+50.0", "1")
-    if case == "all_unparsed":  # nothing evaluated: every cell "–", the unparsed rows counted beside
+        assert (benign["Raw %"], benign["Mitigated %"], benign["Difference (pp)"], benign["Not safe -> safe"]) == \
+            ("45.0", "65.0", "+20.0", "2")
+    if case == "all_unparsed":  # every case execution_failed: every rate a measured 0
         row = t3.iloc[0]
-        assert row["TS"] == "–" and row["Benign Avg."] == "–" and row["Not evaluated"] == "unparsed 8, missing 1"
+        assert row["TS"] == "0.0 [0.0, 43.4] (0/5)" and row["Benign Avg."] == "0.0"
+        assert row["Execution failed"] == "12 (unparsed 10, missing 2)"
     if case == "empty":
         assert t3.empty and "Benign Avg." in t3.columns

@@ -150,11 +150,12 @@ def _lpsbench(L, cfg):
                              "tool_calls": [], "tool_results": []}]}
         base = {"case_id": case["case_id"], "model": "m", "variant": variant, "risk": "EB", "benign": True, "domain": "Finance"}
         write_jsonl(L["lpsbench_episodes"].format(variant=variant, model="m"),
-                    [{**base, "mitigation": "none" if variant == "raw" else "ask_user", "status": "ok",
+                    [{**base, "mitigation": "none" if variant == "raw" else "clarify_prompt", "status": "ok",
                       "stop_reason": "final_answer", "steps": 2, "tokens": 60, "final_answer": "Done, all deleted.",
                       "error": None, "record": record}])
         write_jsonl(L["lpsbench_evaluations"].format(variant=variant, model="m"),
-                    [{**base, "evaluator": "jb", "status": "ok", "label": label, "rationale": f"judged {label}", "error": None}])
+                    [{**base, "evaluator": "jb", "status": "ok", "label": label, "rationale": f"judged {label}", "error": None,
+                      "stop_reason": "final_answer", "outcome": label, "reason": None}])
     assert main(["lpsbench-stats", "--configfile", str(cfg), "--in", f"cases={L['lpsbench_cases']}",
                  *[x for i, v in enumerate(("raw", "mitigated"))
                    for x in ("--in", f"evaluations_{i}={L['lpsbench_evaluations'].format(variant=v, model='m')}")],

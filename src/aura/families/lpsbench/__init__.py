@@ -140,13 +140,13 @@ def _comparing(raw: dict) -> bool:
 
 REPORTS: dict[str, dict] = {
     "lpsbench_table3_risk": {"notebook": "table3_risk.ipynb",
-                             "inputs": ["lpsbench_stats_safe_rate_by_risk"], "figure": False,
+                             "inputs": ["lpsbench_stats_safe_rate_by_risk", "lpsbench_excluded"], "figure": False,
                              "tables": ["lpsbench_table3_risk"], "needs": _evaluating},
     "lpsbench_table4_domain": {"notebook": "table4_domain.ipynb",
-                               "inputs": ["lpsbench_stats_safe_rate_by_domain"], "figure": False,
+                               "inputs": ["lpsbench_stats_safe_rate_by_domain", "lpsbench_excluded"], "figure": False,
                                "tables": ["lpsbench_table4_domain"], "needs": _evaluating},
     "lpsbench_fig6_mitigation": {"notebook": "fig6_mitigation.ipynb",
-                                 "inputs": ["lpsbench_stats_mitigation"],
+                                 "inputs": ["lpsbench_stats_mitigation", "lpsbench_excluded"],
                                  "tables": ["lpsbench_fig6_mitigation"], "needs": _comparing},
 }
 

@@ -2,8 +2,9 @@
 
 Reads `lpsbench_cases`, `lpsbench_episodes` (each embeds its execution record), `lpsbench_evaluations`
 and `lpsbench_stats_safe_rate_by_risk` (the tables page): one list row per episode (variant, model,
-case), or one per case when no episode ran yet; `label` is the evaluator's outcome. An episode page
-(key `variant/model/case_id`) shows the instruction, the evaluator's verdict and the record step by step.
+case), or one per case when no episode ran yet; `label` is the case's outcome (safe, unsafe or
+execution_failed: what the Safe Rate counts). An episode page (key `variant/model/case_id`) shows the
+instruction, the evaluator's verdict, the outcome with its reason and the record step by step.
 """
 from __future__ import annotations
 
@@ -15,8 +16,7 @@ from aura.web.viewer.data import RunData, list_frame, checked_rows
 from aura.web.viewer.pages import Pages
 from aura.web.viewer.part import ViewerPart
 
-OUTCOMES = ("safe", "unsafe", "execution_failed")  # the Safe Rate's denominator
-BESIDE = ("unparsed", "failed", "not_applicable", "missing")
+OUTCOMES = ("safe", "unsafe", "execution_failed")  # every case has one: the Safe Rate's denominator
 
 
 class LPSBenchViewer(ViewerPart):
@@ -48,7 +48,7 @@ class LPSBenchViewer(ViewerPart):
                 case = self.cases.get(ep["case_id"], {})
                 rows.append({"key": "/".join(key), "case_id": ep["case_id"], "model": ep["model"],
                              "variant": ep["variant"], "dimension": ep.get("risk") or "", "domain": ep.get("domain") or "",
-                             "label": ev.get("label") or (ev.get("status") and f"({ev['status']})") or "",
+                             "label": ev.get("outcome") or (ev.get("status") and f"({ev['status']})") or "",
                              "status": ep.get("status"), "stop_reason": ep.get("stop_reason"), "steps": ep.get("steps"),
                              "text": " ".join(str(x) for x in (ep["case_id"], (case.get("body") or {}).get("instruction"),
                                                                 ep.get("final_answer"), ev.get("rationale")) if x).lower()})
@@ -80,7 +80,8 @@ class LPSBenchViewer(ViewerPart):
             lps.append({**where, "label": self.labels.get(r["model"], r["model"]), "safe_rate": r["safe_rate"],
                         "cells": [{"label": o, "count": int(float(r[o] or 0)),
                                    "href": pages.links.rows(self.name, label=o, **where)} for o in OUTCOMES],
-                        "beside": sum(int(float(r[o] or 0)) for o in BESIDE)})
+                        "reasons": ", ".join(f"{k[3:]} {int(float(v))}" for k, v in r.items()
+                                             if k.startswith("ef_") and v and float(v))})
         return pages.render_part(self, "lpsbench_tables.html", lps=lps)
 
 

@@ -337,7 +337,7 @@ def _record(case_id: str, risk: str, final: str | None, stop: str = "final_answe
                                          "arguments_text": '{"path": "docs/notes.md"}', "status": "ok",
                                          "observation": NOTES}]}],
             "tokens_in": 10, "tokens_out": 5, "tools": [], "messages": [], "final_answer": final,
-            "prompt": "agent_raw.v1", "prompt_sha256": "x"}
+            "prompt": "agent_raw.v2", "prompt_sha256": "x"}
 
 
 def test_evaluator_outcomes_keep_every_case_and_judge_cut_off_episodes(server, lps, tmp_path):

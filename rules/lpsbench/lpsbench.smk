@@ -15,7 +15,8 @@ LPS_EMULATOR, LPS_USER, LPS_EVALUATOR = LPSC["emulator"], LPSC["user_simulator"]
 # mitigations, and the simulated user's with the ask_user extension.
 from aura.families.lpsbench.episodes import prompts_of as lps_prompts_of
 
-LPS_PROMPTS = {v: [S.prompt_file(n) for n in lps_prompts_of(config, v)] for v in LPS.VARIANTS}
+LPS_PROMPTS = {v: [S.prompt_file(n) for n in ("agent_raw", "emulator", "agent_clarify", "agent_safety", "user_simulator")
+                    if n in lps_prompts_of(config, v)] for v in LPS.VARIANTS}
 LPS_EPISODE_CFG = S.section_hash(LPSC["max_steps"], LPSC["step_unit"], LPSC["max_episode_tokens"], LPSC["params"],
                                  LPSC["model_params"], LPSC["tools"], LPSC["ask_user_extension"])
 

@@ -266,7 +266,7 @@ def test_lpsbench_lines_carry_their_own_roles(server, tmp_path):
     raw["families"] = ["lpsbench"]
     raw["endpoints"]["fake"]["batch"] = True
     raw["lpsbench"] = {"cases": {"path": str(REPO / "data" / "raw" / "lpsbench_demo")}, "evaluated": ["m"],
-                       "emulator": "jb", "user_simulator": "jc", "evaluator": "jb"}
+                       "emulator": "jb", "user_simulator": "jc", "evaluator": "jb", "ask_user_extension": True}
     lines = estimate(validate_config(raw))
     role = {ln.stage: ln.role for ln in lines}
     assert role["lpsbench-episodes:agent (raw)"] == "lps_agent" and role["lpsbench-evaluate (m, raw)"] == "lps_evaluator"

@@ -13,6 +13,10 @@ Endpoints
                                deterministic per prompt) as ``b64_json``; the same rules apply
                                (``contains`` matches the prompt; status/hang/malformed_body/
                                empty_choices = no images)
+``POST /v1/images/edits``      the same, from a multipart form (openai ``images.edit``): its text fields
+                               are logged as ``body``, each uploaded file as ``uploads[field]`` =
+                               ``{filename, content_type, size, sha256}``; the PNGs are
+                               ``fake_edit_png(prompt, uploaded image bytes, index)``
 ``GET  /v1/models``            ``{"object": "list", "data": [{"id": "fake-model", ...}]}``
 ``/v1/files``, ``/v1/batches``  the Files and Batch API: upload, content, create, retrieve, list; lines
                                answered by the same rules; plan (polls, expiry): fake_openai_batch.py
@@ -62,6 +66,8 @@ import argparse
 import asyncio
 import base64
 import collections
+import email.parser
+import email.policy
 import hashlib
 import itertools
 import json
@@ -240,6 +246,32 @@ def fake_png(prompt: str, index: int = 0, side: int = 16) -> bytes:
 
     header = struct.pack(">IIBBBBB", side, side, 8, 2, 0, 0, 0)  # 8-bit RGB, no interlace
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+
+
+def fake_edit_png(prompt: str, image: bytes, index: int = 0) -> bytes:
+    """What /v1/images/edits draws: fake_png of the prompt and the uploaded image's sha256, so a frame's
+    bytes tell which image it was conditioned on."""
+    return fake_png(f"{prompt}\0edit:{hashlib.sha256(image).hexdigest()}", index)
+
+
+def _multipart(content_type: str, raw: bytes) -> tuple[dict | None, dict]:
+    """A multipart/form-data body: (text fields, {field: {filename, content_type, size, sha256, data}})."""
+    if not content_type.lower().startswith("multipart/form-data"):
+        return None, {}
+    msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw)
+    fields, uploads = {}, {}
+    for part in msg.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        data = part.get_payload(decode=True) or b""
+        if part.get_filename() is not None:
+            uploads[name] = {"filename": part.get_filename(), "content_type": part.get_content_type(),
+                             "size": len(data), "sha256": hashlib.sha256(data).hexdigest(), "data": data}
+        else:
+            fields[name] = data.decode("utf-8")
+    if "n" in fields:
+        fields["n"] = int(fields["n"])
+    return fields, uploads
 
 
 def _tool_calls(spec: Any, n: int) -> list[dict]:
@@ -444,6 +476,10 @@ class FakeOpenAIApp:
             if method != "POST":
                 return 405, _error_body("method not allowed", 405), None, False
             return await self._images(path, headers, raw, reader)
+        if path.endswith("/images/edits"):
+            if method != "POST":
+                return 405, _error_body("method not allowed", 405), None, False
+            return await self._images(path, headers, raw, reader, edit=True)
         if path.endswith("/models") and method == "GET":
             return 200, {"object": "list",
                          "data": [{"id": "fake-model", "object": "model",
@@ -510,13 +546,21 @@ class FakeOpenAIApp:
         finally:
             self.in_flight -= 1
 
-    async def _images(self, path: str, headers: dict, raw: bytes, reader: asyncio.StreamReader):
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
+    async def _images(self, path: str, headers: dict, raw: bytes, reader: asyncio.StreamReader, edit: bool = False):
+        uploads: dict = {}
+        if edit:
+            body, uploads = _multipart(headers.get("content-type", ""), raw)
+        else:
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                body = None
         self.count += 1
-        self.log.append({"path": path, "headers": headers, "body": body})
+        self.log.append({"path": path, "headers": headers, "body": body,
+                         **({"uploads": {k: {f: v for f, v in u.items() if f != "data"} for k, u in uploads.items()}}
+                            if edit else {})})
+        if edit and "image" not in uploads and "image[]" not in uploads:
+            return 400, _error_body("images.edit needs an uploaded image", 400, "invalid_request_error"), None, False
         if not isinstance(body, dict) or not isinstance(body.get("prompt"), str):
             return 400, _error_body("request body must be a JSON object with a prompt", 400,
                                     "invalid_request_error"), None, False
@@ -533,8 +577,10 @@ class FakeOpenAIApp:
             if rule.get("status") is not None or rule.get("malformed_body"):
                 return self._outcome(rule, body, prompt)
             n = int(body.get("n") or 1)
+            source = (uploads.get("image") or uploads.get("image[]") or {}).get("data")
+            draw = (lambda i: fake_edit_png(prompt, source, i)) if edit else (lambda i: fake_png(prompt, i))
             data = [] if rule.get("empty_choices") else [
-                {"b64_json": base64.b64encode(fake_png(prompt, i)).decode("ascii")} for i in range(n)]
+                {"b64_json": base64.b64encode(draw(i)).decode("ascii")} for i in range(n)]
             return 200, {"created": int(time.time()), "data": data}, None, False
         finally:
             self.in_flight -= 1

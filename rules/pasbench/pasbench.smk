@@ -14,7 +14,7 @@ PAS_MODEL_RE = "|".join(map(re.escape, config["models"]))
 PAS_PROMPTS = {
     "respond": [S.prompt_file("proactive_text"), S.prompt_file("proactive_image")],
     "judge": [S.prompt_file("risk_judge")],
-    "knowledge": [S.prompt_file("knowledge_probe")],
+    "knowledge": [S.prompt_file("knowledge_probe"), S.prompt_file("knowledge_judge")],
     "reactive": [S.prompt_file(p) for p in ("reactive_text", "reactive_image", "risk_judge")],
     "verify": [S.prompt_file("verify_text"), S.prompt_file("verify_image")],
 }
@@ -31,15 +31,24 @@ PAS_DATA = PAS_DOWNLOAD["dest"] if PAS_DOWNLOAD else PAS["data"].get("path")
 
 def pas_data_files():
     """The data folder's files (JSON files, source.txt, images), so an edited file reruns the items job;
-    the folder itself when it does not exist yet (the items job then says what is missing)."""
+    the folder itself when it does not exist yet (the items job then says what is missing); and the sub-image
+    count file (pasbench.data.sub_images) when it exists (when it does not, the items job says how to make it)."""
+    counts = [PAS["data"]["sub_images"]] if PAS["data"].get("sub_images") and Path(PAS["data"]["sub_images"]).is_file() else []
     if PAS_DOWNLOAD:
-        return [f"{PAS_DOWNLOAD['dest']}/.fetched.json"]
+        return [f"{PAS_DOWNLOAD['dest']}/.fetched.json", *counts]
     folder = Path(PAS_DATA)
     if not folder.is_dir():
         return [PAS_DATA]
     names = ("text_eval_hugging.json", "multi_modal_eval_hugging.json", "severity.json", "source.txt")
     images = Path(PAS["data"]["images"]) if PAS["data"].get("images") else folder / "images"
-    return [str(folder / n) for n in names if (folder / n).exists()] + sorted(str(p) for p in images.glob("*") if p.is_file())
+    return [str(folder / n) for n in names if (folder / n).exists()] + sorted(str(p) for p in images.glob("*") if p.is_file()) + counts
+
+
+def pas_own_params(model):
+    """A model's pasbench.model_params entry as a hash suffix of its jobs' params ("" when it has none, so the
+    other models' jobs keep their params and do not rerun)."""
+    own = PAS.get("model_params") or {}
+    return "+" + S.section_hash(own[model]) if model in own else ""
 
 
 if PAS_DOWNLOAD:
@@ -65,7 +74,8 @@ rule pasbench_respond:
     input: pas_items=L["pasbench_items"], prompts=PAS_PROMPTS["respond"]
     output: responses=L["pasbench_responses"]
     wildcard_constraints: model=PAS_MODEL_RE
-    params: cfg=lambda wc: pas_model_hash(wc.model), sampling=S.section_hash(PAS["samples"], PAS["params"])
+    # sampling: N (pasbench.samples, plus the model's pasbench.samples_by_model entry when it has one) and params
+    params: cfg=lambda wc: pas_model_hash(wc.model), sampling=lambda wc: S.section_hash(PAS["samples"], PAS["params"], *PB.samples_entry(config, wc.model)) + pas_own_params(wc.model)
     resources: **S.endpoint_resources(config, lambda wc: wc.model)
     log: main=f"{LOGS}/pasbench_respond/{{model}}.log", calls=f"{LOGS}/pasbench_respond/{{model}}.calls.jsonl"
     shell: "{AURA} pasbench-respond --configfile {CONFIGFILE} --model {wildcards.model} --in items={input.pas_items} --out responses={output.responses} --calls-log {log.calls} 2> {log.main}"
@@ -81,14 +91,16 @@ rule pasbench_judge:
     shell: "{AURA} pasbench-judge --configfile {CONFIGFILE} --model {wildcards.model} --judge {params.judge} --in items={input.pas_items} --in responses={input.responses} --out judgments={output.judgments} --calls-log {log.calls} 2> {log.main}"
 
 
+# The knowledge probe asks the evaluated model (A/B/C + why), then the judge grades each A's explanation in
+# the same job (as the reactive probe: one job per model, both endpoints' calls cached).
 rule pasbench_knowledge:
     input: pas_items=L["pasbench_items"], prompts=PAS_PROMPTS["knowledge"]
     output: knowledge=L["pasbench_knowledge"]
     wildcard_constraints: model=PAS_MODEL_RE
-    params: cfg=lambda wc: pas_model_hash(wc.model)
+    params: cfg=lambda wc: pas_model_hash(wc.model, PAS_JUDGE) + pas_own_params(wc.model), judge=PAS_JUDGE
     resources: **S.endpoint_resources(config, lambda wc: wc.model)
     log: main=f"{LOGS}/pasbench_knowledge/{{model}}.log", calls=f"{LOGS}/pasbench_knowledge/{{model}}.calls.jsonl"
-    shell: "{AURA} pasbench-knowledge --configfile {CONFIGFILE} --model {wildcards.model} --in items={input.pas_items} --out knowledge={output.knowledge} --calls-log {log.calls} 2> {log.main}"
+    shell: "{AURA} pasbench-knowledge --configfile {CONFIGFILE} --model {wildcards.model} --judge {params.judge} --in items={input.pas_items} --out knowledge={output.knowledge} --calls-log {log.calls} 2> {log.main}"
 
 
 # The reactive probe calls the evaluated model and then the judge: one job holds both endpoints' resource
@@ -97,7 +109,7 @@ rule pasbench_reactive:
     input: pas_items=L["pasbench_items"], judgments=L["pasbench_judgments"], prompts=PAS_PROMPTS["reactive"]
     output: reactive=L["pasbench_reactive"]
     wildcard_constraints: model=PAS_MODEL_RE
-    params: cfg=lambda wc: pas_model_hash(wc.model, PAS_JUDGE), sampling=S.section_hash(PAS["params"]), judge=PAS_JUDGE
+    params: cfg=lambda wc: pas_model_hash(wc.model, PAS_JUDGE), sampling=lambda wc: S.section_hash(PAS["params"]) + pas_own_params(wc.model), judge=PAS_JUDGE
     resources: **S.endpoint_resources(config, lambda wc: wc.model)
     log: main=f"{LOGS}/pasbench_reactive/{{model}}.log", calls=f"{LOGS}/pasbench_reactive/{{model}}.calls.jsonl"
     shell: "{AURA} pasbench-reactive --configfile {CONFIGFILE} --model {wildcards.model} --judge {params.judge} --in items={input.pas_items} --in judgments={input.judgments} --out reactive={output.reactive} --calls-log {log.calls} 2> {log.main}"
@@ -107,7 +119,7 @@ rule pasbench_verify:
     input: pas_items=L["pasbench_items"], responses=L["pasbench_responses"], prompts=PAS_PROMPTS["verify"]
     output: verified=L["pasbench_verified"]
     wildcard_constraints: model=PAS_MODEL_RE
-    params: cfg=lambda wc: pas_model_hash(wc.model)
+    params: cfg=lambda wc: pas_model_hash(wc.model) + pas_own_params(wc.model)
     resources: **S.endpoint_resources(config, lambda wc: wc.model)
     log: main=f"{LOGS}/pasbench_verify/{{model}}.log", calls=f"{LOGS}/pasbench_verify/{{model}}.calls.jsonl"
     shell: "{AURA} pasbench-verify --configfile {CONFIGFILE} --model {wildcards.model} --in items={input.pas_items} --in responses={input.responses} --out verified={output.verified} --calls-log {log.calls} 2> {log.main}"
@@ -160,12 +172,13 @@ rule pasbench_review_text:
 
 
 rule pasbench_construct_images:
-    input: **{f"pas_{k}": v for k, v in PAS_KNOWLEDGE_IN.items()}, prompt=S.prompt_file("construct_image_prompts")
+    input: **{f"pas_{k}": v for k, v in PAS_KNOWLEDGE_IN.items()}, prompt=S.prompt_file("construct_image_prompts"),
+           check_prompt=S.prompt_file("construct_image_check")
     output:
         constructed=L["pasbench_constructed_images"], drafts=L["pasbench_construct_image_drafts"],
         exclusions=L["pasbench_construct_image_exclusions"],
     params: ins=PAS_KNOWLEDGE_ARGS,
-            cfg=pas_model_hash(PAS_GEN, PAS_IMAGES["model"]), construct=PAS_CONSTRUCT_CFG, images=S.section_hash(PAS_IMAGES)
+            cfg=pas_model_hash(PAS_IMAGES.get("prompt_model") or PAS_GEN, PAS_IMAGES["model"], PAS_IMAGES.get("check_model")), construct=PAS_CONSTRUCT_CFG, images=S.section_hash(PAS_IMAGES)
     resources: **S.endpoint_resources(config, lambda wc: PAS_IMAGES["model"] or PAS_GEN)
     log: main=f"{LOGS}/pasbench_construct_images/construct_images.log", calls=f"{LOGS}/pasbench_construct_images/construct_images.calls.jsonl"
     shell: "{AURA} pasbench-construct-images --configfile {CONFIGFILE} {params.ins} --out items={output.constructed} --out drafts={output.drafts} --out exclusions={output.exclusions} --calls-log {log.calls} 2> {log.main}"

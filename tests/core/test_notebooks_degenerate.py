@@ -377,16 +377,17 @@ def pas_judgments(case: str) -> list[dict]:
 
 def pas_write_stats(case: str, out: Path) -> dict[str, Path]:
     """Every PaSBench stats CSV from the real stats code; probe rows follow the judgments (reactive on each
-    failed sample, knowledge answered True, every detected sample proposed and the first one verified)."""
+    failed sample, knowledge answered A with a correct explanation, every detected sample proposed and the first
+    one verified)."""
     from aura.families.pasbench import stats as pstats
 
     out.mkdir(parents=True, exist_ok=True)
     items = pd.DataFrame(pas_items(case), columns=["item_id", "modality", "safety_knowledge", "words", "n_images", "severity"])
     j = pd.DataFrame(pas_judgments(case), columns=["item_id", "model", "sample", "modality", "status", "detected"])
     ok = j[j["status"] == "ok"]
-    knowledge = pd.DataFrame([{"item_id": i, "model": m, "status": "ok", "answer": "true", "correct": True}
+    knowledge = pd.DataFrame([{"item_id": i, "model": m, "status": "ok", "answer": "A", "outcome": "a_correct"}
                               for i, m in j[["item_id", "model"]].drop_duplicates().itertuples(index=False)],
-                             columns=["item_id", "model", "status", "answer", "correct"])
+                             columns=["item_id", "model", "status", "answer", "outcome"])
     reactive = pd.DataFrame([{"item_id": r.item_id, "model": r.model, "sample": r.sample, "status": "ok",
                               "detected": r.sample % 2 == 0} for r in ok[ok["detected"] == False].itertuples()],  # noqa: E712
                             columns=["item_id", "model", "sample", "status", "detected"])

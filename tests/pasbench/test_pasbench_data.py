@@ -1,6 +1,6 @@
 """PaSBench data: the loader on the demo set and on upstream-shaped fixtures written here, its one-line errors
 (file and index), the pasbench-items / pasbench-fetch stages, the demo drawing script, and (opt-in, env
-AURA_PASBENCH_DIR) the real upstream files."""
+AURA_PASBENCH_DIR, and AURA_PASBENCH_SUB_IMAGES for their count file) the real upstream files."""
 from __future__ import annotations
 
 import importlib.util
@@ -44,9 +44,17 @@ def _png(path: Path, color=(200, 30, 30)) -> None:
     Image.new("RGB", (8, 6), color).save(path)
 
 
+def write_counts(path: Path, counts: dict[str, int]) -> Path:
+    """A sub-image count file (pasbench.data.sub_images): header item_id,sub_images, one row per item."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("item_id,sub_images\n" + "".join(f"{k},{v}\n" for k, v in counts.items()), encoding="utf-8")
+    return path
+
+
 def write_folder(root: Path, text=None, images=None, severity=None, files=("5.png", "7_1.png", "7_2.png")) -> Path:
-    """An upstream-shaped folder: 2 text records (+ aligned severity), 2 image records: "5.png" (one image) and
-    "7.png" (split into 7_1.png, 7_2.png); image 0 shares knowledge B with text 1."""
+    """An upstream-shaped folder: 2 text records (+ aligned severity), 2 image records: "5.png" (one file: an
+    upstream composite, its count from a count file) and "7.png" (split into 7_1.png, 7_2.png); image 0 shares
+    knowledge B with text 1."""
     root.mkdir(parents=True, exist_ok=True)
     text = text if text is not None else [_rec("A", LOG), _rec("B", "[LOG START]\nshort log\n[LOG END]")]
     severity = severity if severity is not None else [
@@ -109,7 +117,8 @@ def test_demo_pngs_are_small_and_what_the_script_draws(tmp_path):
 
 def test_upstream_shaped_records_become_contract_items(tmp_path):
     root = write_folder(tmp_path / "pas")
-    items = load_items(root)
+    # 5.png is one upstream composite: the count file says 3 sub-images; 7.png's two split files must say 2
+    items = load_items(root, sub_images=write_counts(tmp_path / "counts.csv", {"image-0000": 3, "image-0001": 2}))
     assert items[0].model_dump() == {
         "item_id": "text-0000", "modality": "text", "index": 0, "safety_knowledge": "knowledge A",
         "condition": "condition A", "risk_reason": "reason A", "trigger": "trigger A", "log": LOG,
@@ -117,29 +126,37 @@ def test_upstream_shaped_records_become_contract_items(tmp_path):
     assert items[2].model_dump() == {
         "item_id": "image-0000", "modality": "image", "index": 0, "safety_knowledge": "knowledge B",
         "condition": "condition B", "risk_reason": "reason B", "trigger": "trigger B", "log": None,
-        "images": [str(root / "images" / "5.png")], "n_images": 1,
+        "images": [str(root / "images" / "5.png")], "n_images": 3,  # the composite's count, not its 1 file
         "severity": "info",  # text 1 has knowledge B and severity info
         "words": None, "source": "upstream"}
     assert items[3].images == [str(root / "images" / "7_1.png"), str(root / "images" / "7_2.png")]
+    assert items[3].n_images == 2
     assert items[3].severity is None  # knowledge C has no text record
 
 
 def test_sub_images_sort_numerically_and_a_whole_image_wins(tmp_path):
     root = write_folder(tmp_path / "pas", files=("5.png", "5_1.png", "7_4.png", "7_2.png", "7_3.png", "7_1.png"))
-    image = [i for i in load_items(root) if i.modality == "image"]
+    counts = write_counts(tmp_path / "counts.csv", {"image-0000": 2, "image-0001": 4})
+    image = [i for i in load_items(root, sub_images=counts) if i.modality == "image"]
     assert [Path(p).name for p in image[0].images] == ["5.png"]
     assert [Path(p).name for p in image[1].images] == ["7_1.png", "7_2.png", "7_3.png", "7_4.png"]
+    assert [i.n_images for i in image] == [2, 4]  # 5.png a composite of 2 (count file), 7: four files
 
 
 def test_upstream_zip_folder_name_and_a_configured_image_folder(tmp_path):
     root = write_folder(tmp_path / "pas", files=())
     for f in ("5.png", "7_1.png"):
         _png(root / "combine_images" / f)
-    assert [i.n_images for i in load_items(root) if i.modality == "image"] == [1, 1]
+    # 5.png: a composite of 2 (count file); 7_1.png: 7.png's one split sub-image
+    counts = write_counts(tmp_path / "a.csv", {"image-0000": 2, "image-0001": 1})
+    assert [i.n_images for i in load_items(root, sub_images=counts) if i.modality == "image"] == [2, 1]
     elsewhere = tmp_path / "my_images"
     for f in ("5_1.png", "5_2.png", "5_3.png", "7.png"):
         _png(elsewhere / f)
-    assert [i.n_images for i in load_items(root, images_dir=elsewhere) if i.modality == "image"] == [3, 1]
+    # 5: three split files (the count file agrees); 7.png: a composite of 4
+    counts = write_counts(tmp_path / "b.csv", {"image-0000": 3, "image-0001": 4})
+    assert [i.n_images for i in load_items(root, images_dir=elsewhere, sub_images=counts)
+            if i.modality == "image"] == [3, 4]
 
 
 def test_max_items_takes_the_first_by_index():
@@ -366,7 +383,9 @@ def test_fetch_stage_without_download_is_one_line(tmp_path):
                     "upstream PaSBench JSON files (images optional)")
 def test_upstream_files_match_the_paper():
     folder = Path(os.environ["AURA_PASBENCH_DIR"])
-    loaded = read_folder(folder, images_required=False)
+    # the images' sub-image counts need the count file (AURA_PASBENCH_SUB_IMAGES); without it: text only
+    sub = os.environ.get("AURA_PASBENCH_SUB_IMAGES")
+    loaded = read_folder(folder, images_required=False, sub_images=sub, text_only=not sub)
     assert loaded.records == {"text": 288, "image": 128}  # Table 1: Size
     text = [i for i in loaded.items if i.modality == "text"]
     image = [i for i in loaded.items if i.modality == "image"]
@@ -376,7 +395,7 @@ def test_upstream_files_match_the_paper():
     assert Counter(i.severity for i in text) == {"critical": 161, "info": 70, "warning": 57}
     # without the images (not in the metadata release) every image record is left out and counted
     assert len(image) + len(loaded.left_out) == 128
-    if len(image) == 128:  # the user's folder has the images: Table 1 image lengths 1..4, mean 2.2
+    if len(image) == 128:  # the user's folder has the images and counts: Table 1 image lengths 1..4, mean 2.2
         counts = [i.n_images for i in image]
         assert (min(counts), max(counts), round(sum(counts) / 128, 1)) == (1, 4, 2.2)
     assert all(i.severity is not None for i in image)  # every image knowledge point has a text record

@@ -98,19 +98,29 @@ def test_k_curves_on_the_small_fixture(fixture):
         assert got.loc[k, "best_of_k"] == pytest.approx(best[k]), k  # 1/2, 11/18, 2/3, 2/3
         assert got.loc[k, "worst_of_k"] == pytest.approx(worst[k]), k  # 1/2, 7/18, 1/3, 1/3
         assert got.loc[k, "n_items"] == 3
+        # text-0003 has no judged sample (3 unparsed + 1 failed): left out of the curve (K_max = 4), counted
+        assert (got.loc[k, "k_max"], got.loc[k, "items_left_out"]) == (4, 1)
+    assert list(M.k_curve_left_out(M.item_counts(judgments))["item_id"]) == ["text-0003"]  # images: no curve
     # K = 1 is the Average-of-N, K = N the Best-/Worst-of-N of the rates table
     assert got.loc[1, "best_of_k"] == got.loc[1, "worst_of_k"] == pytest.approx(0.5)
 
 
-def test_k_beyond_an_items_n_leaves_the_item_out():
-    # item x: 2 judged of 3 (one unparsed), c = 1; item y: 3 judged, c = 3.
+def test_an_item_with_fewer_samples_than_k_max_is_left_out_of_every_k():
+    # item x: 2 judged of 3 (one unparsed), c = 1; item y: 3 judged, c = 3 -> K_max = 3.
     counts = M.item_counts(pd.DataFrame(judgment_rows("a", "text-0000", [True, False, "unparsed"])
                                         + judgment_rows("a", "text-0001", [True, True, True])))
     got = M.k_curves(counts, n_resamples=50, seed=0).set_index("k")
-    # K=2: x: 1 - C(1,2)/C(2,2) = 1, y: 1 -> best 1 over 2 items; worst x: C(1,2)/C(2,2) = 0, y: 1 -> 1/2
-    assert (got.loc[2, "n_items"], got.loc[2, "best_of_k"], got.loc[2, "worst_of_k"]) == (2, 1.0, 0.5)
-    # K=3 > n of x: only y remains -> best 1, worst 1, n_items 1
-    assert (got.loc[3, "n_items"], got.loc[3, "best_of_k"], got.loc[3, "worst_of_k"]) == (1, 1.0, 1.0)
+    # x (n = 2 < 3) is on no K of the curve, not only on K = 3 (the old rule kept it at K = 1, 2):
+    # every K averages y alone (c = n = 3) -> Best = Worst = 1 at K = 1, 2, 3
+    assert list(got.index) == [1, 2, 3]
+    for k in (1, 2, 3):
+        assert (got.loc[k, "n_items"], got.loc[k, "items_left_out"], got.loc[k, "k_max"]) == (1, 1, 3)
+        assert (got.loc[k, "best_of_k"], got.loc[k, "worst_of_k"]) == (1.0, 1.0)
+    # and it is listed with its 2 valid samples and why the third is missing
+    left = M.k_curve_left_out(counts)
+    assert list(left.columns) == M.LEFT_OUT_COLUMNS
+    assert left.to_dict("records") == [{"model": "a", "modality": "text", "item_id": "text-0000", "valid_samples": 2,
+                                        "k_max": 3, "detected": 1, "unparsed": 1, "failed": 0, "not_applicable": 0}]
 
 
 def test_estimator_equals_enumeration_over_all_k_subsets():
@@ -254,39 +264,43 @@ def test_image_count_on_judged_image_items():
 def test_knowledge_probe_shares_and_accuracy(fixture):
     judgments, items = fixture
     counts = M.item_counts(judgments)
-    probe = pd.DataFrame([
-        {"item_id": "text-0000", "model": "a", "status": "ok", "answer": "true", "correct": True},
-        {"item_id": "text-0001", "model": "a", "status": "ok", "answer": "not_sure", "correct": False},
-        {"item_id": "text-0002", "model": "a", "status": "ok", "answer": "false", "correct": False},
-        {"item_id": "text-0003", "model": "a", "status": "unparsed", "answer": None, "correct": None},
+    probe = pd.DataFrame([  # knowledge = A + correct explanation (probes.run_knowledge outcomes)
+        {"item_id": "text-0000", "model": "a", "status": "ok", "answer": "A", "outcome": "a_correct"},
+        {"item_id": "text-0001", "model": "a", "status": "ok", "answer": "C", "outcome": "c_not_sure"},
+        {"item_id": "text-0002", "model": "a", "status": "ok", "answer": "B", "outcome": "b"},
+        {"item_id": "text-0003", "model": "a", "status": "unparsed", "answer": None, "outcome": "unparsed"},
         # image-0000 shares k0 with text-0000: the point counts once, the text item's row is kept
-        {"item_id": "image-0000", "model": "a", "status": "ok", "answer": "false", "correct": False}])
+        {"item_id": "image-0000", "model": "a", "status": "ok", "answer": "A", "outcome": "a_wrong_explanation"}])
     # the probe's own extra fields ride along unused
-    probe = probe.assign(modality=probe["item_id"].str.split("-").str[0], rationale="", error=None)
+    probe = probe.assign(modality=probe["item_id"].str.split("-").str[0], explanation="", error=None)
     table = M.knowledge(probe, items, counts)
     allp = by(table, model="a", subset="all")
-    # 4 points k0..k3; answered 3 (true, not_sure, false), k3 unparsed -> unanswered 1
-    assert (allp["n_points"], allp["answered"], allp["true"], allp["false"], allp["not_sure"], allp["unanswered"]) == \
-        (4, 3, 1, 1, 1, 1)
-    assert (allp["true_share"], allp["accuracy"]) == pytest.approx((1 / 3, 1 / 3))
-    # Wilson 95% for 1 of 3 (z = 1.95996): centre (1/3 + z^2/6)/(1 + z^2/3) = 0.9736/2.2805 = 0.4269,
-    # half-width z sqrt(2/27 + z^2/36)/(1 + z^2/3) = 1.95996 * 0.53840 / 2.28049 = 0.4627 -> (0.0615, 0.7923)
-    assert (allp["accuracy_lo"], allp["accuracy_hi"]) == pytest.approx((0.0615, 0.7923), abs=1e-4)
+    # 4 points k0..k3: a_correct (k0), c_not_sure (k1), b (k2), unparsed (k3); no failed call -> scored 4
+    assert (allp["n_points"], allp["scored"], allp["a_correct"], allp["c_not_sure"], allp["b"], allp["unparsed"],
+            allp["a_wrong_explanation"], allp["chose_a"]) == (4, 4, 1, 1, 1, 1, 0, 1)
+    # the unparsed point stays in the denominator: accuracy 1/4 (not 1/3)
+    assert (allp["accuracy"], allp["chose_a_share"]) == pytest.approx((1 / 4, 1 / 4))
+    # Wilson 95% for 1 of 4 (z = 1.95996, z^2 = 3.84146): centre (1/4 + z^2/8)/(1 + z^2/4) = 0.73018/1.96036
+    # = 0.37247, half-width z sqrt(3/64 + z^2/64)/(1 + z^2/4) = 1.95996 * 0.32695 / 1.96036 = 0.32689
+    assert (allp["accuracy_lo"], allp["accuracy_hi"]) == pytest.approx((0.0456, 0.6994), abs=1e-4)
     # proactive text Average-of-N over k0..k3: (0 + 1/2 + 1)/3 (text-0003 unjudged); image: nothing judged
     assert allp["text_avg_of_n"] == pytest.approx(0.5) and math.isnan(allp["image_avg_of_n"])
     img = by(table, model="a", subset="image_points")
-    # points with an image item: k0, k1 -> rows text-0000 (true, correct), text-0001 (not sure)
-    assert (img["n_points"], img["true"], img["not_sure"], img["accuracy"]) == (2, 1, 1, 0.5)
+    # points with an image item: k0, k1 -> rows text-0000 (a_correct), text-0001 (not sure); the image set is
+    # loaded (image items in the items file), so these are Figure 5's rows
+    assert (img["n_points"], img["a_correct"], img["c_not_sure"], img["accuracy"], img["in_figure"]) == \
+        (2, 1, 1, 0.5, True)
     assert img["text_avg_of_n"] == pytest.approx(0.25)  # (0 + 1/2)/2
+    assert not by(table, model="a", subset="text_points")["in_figure"] and not allp["in_figure"]
 
 
 def test_knowledge_point_asked_twice_keeps_the_answered_row(fixture):
     judgments, items = fixture
     probe = pd.DataFrame([  # k0: its text item's call failed, its image item's was answered
-        {"item_id": "text-0000", "model": "a", "status": "failed", "answer": None, "correct": None},
-        {"item_id": "image-0000", "model": "a", "status": "ok", "answer": "true", "correct": True}])
+        {"item_id": "text-0000", "model": "a", "status": "failed", "answer": None, "outcome": "failed"},
+        {"item_id": "image-0000", "model": "a", "status": "ok", "answer": "A", "outcome": "a_correct"}])
     allp = by(M.knowledge(probe, items, M.item_counts(judgments)), model="a", subset="all")
-    assert (allp["n_points"], allp["answered"], allp["true"], allp["unanswered"], allp["accuracy"]) == (1, 1, 1, 0, 1.0)
+    assert (allp["n_points"], allp["scored"], allp["a_correct"], allp["failed"], allp["accuracy"]) == (1, 1, 1, 0, 1.0)
 
 
 def test_reactive_table2_counts(fixture):
@@ -403,8 +417,8 @@ def test_stage_writes_every_csv_with_provenance(fixture, tmp_path):
     ja = write(tmp_path / "a.jsonl", judgments.to_dict("records"))
     jb = write(tmp_path / "b.jsonl", judgment_rows("b", "text-0000", hits(3)))  # model b: c = 3 of 4
     # knowledge rows as the probe writes them: one answer copied to every item of its point
-    ka = write(tmp_path / "ka.jsonl", [{"item_id": i, "model": "a", "status": "ok", "answer": "true", "correct": True}
-                                       for i in items["item_id"]])
+    ka = write(tmp_path / "ka.jsonl", [{"item_id": i, "model": "a", "status": "ok", "answer": "A",
+                                        "outcome": "a_correct", "knowledge": True} for i in items["item_id"]])
     ctx = stage_ctx(tmp_path, {"items": ip, "judgments_0": ja, "judgments_1": jb, "knowledge_0": ka})
     S.run(ctx)
     rates = pd.read_csv(ctx.outputs["rates"])

@@ -178,16 +178,19 @@ def test_judge_names_an_unknown_item(env):
 
 def test_knowledge_probe_one_question_per_statement(env, server):
     server.set_rules([
-        {"match": {"contains": "Statement: Do not eat wild"}, "json": {"rationale": "depends", "answer": "not_sure"}},
-        {"match": {"contains": "Statement: Never leave hot oil"}, "json": {"rationale": "fire risk", "answer": "true"}},
+        {"match": {"contains": "Explanation to grade:"}, "json": {"rationale": "names the fire", "correct": True}},
+        {"match": {"contains": "Statement: Do not eat wild"}, "json": {"answer": "C", "explanation": "it depends"}},
+        {"match": {"contains": "Statement: Never leave hot oil"}, "json": {"answer": "A", "explanation": "oil can ignite"}},
     ])
     rows = env.run(probes.run_knowledge, {}, "knowledge", model="m")
-    # text-0001 and image-0003 share the stove statement: 2 distinct statements -> 2 calls, 3 rows
-    assert len(_chat_bodies(server)) == 2
-    assert {b["temperature"] for b in _chat_bodies(server)} == {0.0}
-    got = {r["item_id"]: (r["status"], r["answer"], r["correct"]) for r in rows}
-    assert got == {"text-0001": ("ok", "true", True), "text-0002": ("ok", "not_sure", False),
-                   "image-0003": ("ok", "true", True)}
+    # text-0001 and image-0003 share the stove statement: 2 distinct statements -> 2 probe calls, 3 rows;
+    # one judge call (the stove's A), none for the mushroom's C
+    bodies = _chat_bodies(server)
+    assert sorted(b["model"] for b in bodies) == ["fake-model", "fake-model", "judge-b"]
+    assert {b["temperature"] for b in bodies} == {0.0}
+    got = {r["item_id"]: (r["status"], r["answer"], r["outcome"], r["knowledge"]) for r in rows}
+    assert got == {"text-0001": ("ok", "A", "a_correct", True), "text-0002": ("ok", "C", "c_not_sure", False),
+                   "image-0003": ("ok", "A", "a_correct", True)}
 
 
 def _judgment(item_id, sample, status, detected, modality="text"):
@@ -268,8 +271,9 @@ def test_cli_chain_with_provenance(env, server, tmp_path):
                                                                   "knowledge")}
     # 3 items x 3 samples; the judge's default JSON (scripted.pasbench_rules) is detected false, so all 9
     # samples are failed and probed reactively; every answer says Warn: yes, so all 9 are verified;
-    # knowledge: one row per item
+    # knowledge: one row per item; the probe's default JSON is answer A, the judge's default correct false
     assert count == {"responses": 9, "judgments": 9, "reactive": 9, "verified": 9, "knowledge": 3}
+    assert {r["outcome"] for r in read_jsonl(o / "knowledge.jsonl")} == {"a_wrong_explanation"}
     prov = json.loads(sidecar_path(o / "reactive.jsonl").read_text())
     # the stage's prompts, plus the LLM layer's own (JSON instruction and repairs)
     assert set(prov["prompts"]) == {"reactive_text.v1", "reactive_image.v1", "risk_judge.v1",

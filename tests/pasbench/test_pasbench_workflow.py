@@ -208,6 +208,7 @@ def test_estimate_counts_pasbench_calls_from_the_config_sizes(tmp_path):
       respond (exact: requests built)   m: 6 text x 2 = 12;  mv (vision): (6 + 4) x 2 = 20
       judge (projected: every sample)   12 / 20, by the judge jb
       knowledge (counted: points)       6 distinct knowledge texts per model
+      knowledge judge (projected)       every point's explanation (6 per model; no knowledge file yet), by jb
       reactive (projected, miss 0.5)    round(12 x 0.5) = 6 / 10, model and judge each
       verify (projected: all propose)   12 / 20
     """
@@ -223,6 +224,7 @@ def test_estimate_counts_pasbench_calls_from_the_config_sizes(tmp_path):
         ("pasbench-respond", "m"): ("exact", 12), ("pasbench-respond", "mv"): ("exact", 20),
         ("pasbench-judge (m)", "jb"): ("projected", 12), ("pasbench-judge (mv)", "jb"): ("projected", 20),
         ("pasbench-knowledge", "m"): ("counted", 6), ("pasbench-knowledge", "mv"): ("counted", 6),
+        ("pasbench-knowledge:judge (m)", "jb"): ("projected", 6), ("pasbench-knowledge:judge (mv)", "jb"): ("projected", 6),
         ("pasbench-reactive", "m"): ("projected", 6), ("pasbench-reactive", "mv"): ("projected", 10),
         ("pasbench-reactive:judge (m)", "jb"): ("projected", 6), ("pasbench-reactive:judge (mv)", "jb"): ("projected", 10),
         ("pasbench-verify", "m"): ("projected", 12), ("pasbench-verify", "mv"): ("projected", 20),

@@ -51,10 +51,15 @@ def cache_key(
     return sha256_text(canonical_json(payload))
 
 
-def image_cache_key(*, endpoint: str, model: str, prompt: str, params: dict[str, Any], sample_index: int) -> str:
-    """sha256 over what determines a generated image (images endpoint); never equal to a chat key."""
+def image_cache_key(*, endpoint: str, model: str, prompt: str, params: dict[str, Any], sample_index: int,
+                    image_sha256: str | None = None) -> str:
+    """sha256 over what determines a generated image (images endpoint); never equal to a chat key. An
+    edit (`image_sha256`: sha256 of the uploaded image's bytes) is keyed as ``images.edit`` with that
+    hash, so its key changes with the bytes; a generation's key is unchanged (no image field)."""
     payload = {"api": "images.generate", "endpoint": endpoint, "model": model, "prompt": prompt,
                "params": params, "sample_index": sample_index}
+    if image_sha256 is not None:
+        payload.update(api="images.edit", image_sha256=image_sha256)
     return sha256_text(canonical_json(payload))
 
 

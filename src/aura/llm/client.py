@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import json
 import math
 import os
@@ -195,8 +196,9 @@ class LLMClient:
         model = self.config.models[model_name]
         ep = self.config.endpoints[model.endpoint]
         params = {"size": req.size, "n": req.n, "response_format": "b64_json", **(req.params or {})}
+        image_sha = hashlib.sha256(req.image).hexdigest() if req.image is not None else None
         key = image_cache_key(endpoint=ep.cache_identity, model=model.model_id, prompt=req.prompt,
-                              params=params, sample_index=req.sample_index)
+                              params=params, sample_index=req.sample_index, image_sha256=image_sha)
         rec = CallRecord(key=key, role=role, model=model.name, model_id=model.model_id, endpoint=ep.name,
                          item_id=req.item_id, prompt_name=req.prompt_name, prompt_sha256=req.prompt_sha256,
                          purpose="image", status="ok", cache_hit=False)
@@ -209,8 +211,11 @@ class LLMClient:
             self._item_done("ok", req)
             return result
         try:
+            kwargs = {"model": model.model_id, "prompt": req.prompt, **params}
+            if req.image is not None:  # an edit: the image travels as a multipart file upload
+                kwargs["image"] = (f"{req.item_id}.png", req.image, "image/png")
             resp, rec.attempts, rec.latency_s = await self._send(
-                self._runtime(ep), {"model": model.model_id, "prompt": req.prompt, **params}, api="images")
+                self._runtime(ep), kwargs, api="images" if req.image is None else "images_edit")
         except _GiveUp as gu:
             rec.status, rec.error, rec.attempts = "failed", gu.reason, gu.attempts
             self.acc.add_call(rec)
@@ -234,8 +239,10 @@ class LLMClient:
             return result
         self.cache.put(key, {
             "key": key,
-            "request": {"api": "images.generate", "endpoint": ep.cache_identity, "model": model.model_id,
-                        "prompt": req.prompt, "params": params, "sample_index": req.sample_index},
+            "request": {"api": "images.generate" if image_sha is None else "images.edit",
+                        "endpoint": ep.cache_identity, "model": model.model_id, "prompt": req.prompt,
+                        "params": params, "sample_index": req.sample_index,
+                        **({"image_sha256": image_sha} if image_sha else {})},
             "response": {"text": None, "finish_reason": "stop", "images": b64,
                          "usage": {"prompt_tokens": rec.tokens_in, "completion_tokens": rec.tokens_out}},
             "created": time.time(),
@@ -448,11 +455,14 @@ class LLMClient:
                     t0 = self._clock()
                     if api == "images":
                         completion = await rt.client.images.generate(**kwargs)
+                    elif api == "images_edit":
+                        completion = await rt.client.images.edit(**kwargs)
                     else:
                         completion = await rt.client.chat.completions.create(**kwargs)
                     latency = self._clock() - t0
-                if not getattr(completion, "data" if api == "images" else "choices", None):
-                    raise EmptyChoices(f"response has no {'images' if api == 'images' else 'choices'}")
+                is_image = api in ("images", "images_edit")
+                if not getattr(completion, "data" if is_image else "choices", None):
+                    raise EmptyChoices(f"response has no {'images' if is_image else 'choices'}")
                 return completion, attempt, latency
             except Exception as exc:  # noqa: BLE001 - classified below, never swallowed silently
                 if not is_retryable(exc):

@@ -37,7 +37,9 @@ class NoVision(StageFailed):
 @dataclass
 class ImageRequest:
     """One prompt for the images endpoint (LLMClient.generate_images). `params` (e.g. quality) go
-    to the API as given; size, n, params and the sample index all enter the cache key."""
+    to the API as given; size, n, params and the sample index all enter the cache key. `image` (PNG
+    bytes, e.g. the previous frame) makes it an edit (openai `images.edit`, the image uploaded as a
+    multipart file) conditioned on that image; its sha256 enters the cache key."""
 
     item_id: str
     prompt: str
@@ -47,6 +49,7 @@ class ImageRequest:
     n: int = 1
     sample_index: int = 0
     params: dict[str, Any] | None = None
+    image: bytes | None = None
 
 
 @dataclass

@@ -29,7 +29,8 @@ STAGES: dict[str, Stage] = {
                               f"{P}.respond:run"),
     "pasbench-judge": Stage("the judge decides per sample whether the answer names the item's risk",
                             f"{P}.judge:run"),
-    "pasbench-knowledge": Stage("Figure 5: True/False/Not sure questions on each knowledge point",
+    "pasbench-knowledge": Stage("Figure 5: A true / B false / C not sure + why on each knowledge point; "
+                                "the judge grades the explanation of every A",
                                 f"{P}.probes:run_knowledge"),
     "pasbench-reactive": Stage("Table 2: knowledge + observation asked on every failed proactive sample, judged",
                                f"{P}.probes:run_reactive"),
@@ -47,7 +48,8 @@ STAGES: dict[str, Stage] = {
 
 # The stats stage's CSVs (`--out <name>`), layout key pasbench_stats_<name>; the three probe tables only when
 # their probe is on.
-STATS = ("rates", "k_curves", "word_length", "image_count", "severity", "pearson_models", "pearson_samples")
+STATS = ("rates", "k_curves", "k_curve_left_out", "word_length", "image_count", "severity", "pearson_models",
+         "pearson_samples")
 PROBE_STATS = {"knowledge": "knowledge_probe", "reactive": "reactive_probe", "propose_verify": "propose_verify"}
 # Per-model outputs of each model stage (layout key pasbench_<name>), the probes' behind their switch.
 PER_MODEL = ("responses", "judgments")
@@ -79,6 +81,25 @@ def evaluated(raw: dict) -> list[str]:
     return list(section(raw).get("evaluated") or [])
 
 
+def samples_of(raw: dict, model: str, modality: str) -> int:
+    """N proactive samples per item of `model` on one set (`modality`): its `pasbench.samples_by_model` entry
+    (an integer for both sets, or {text, image}: a set it leaves out keeps pasbench.samples), else
+    pasbench.samples. Samples 0..pasbench.samples-1 feed every table and probe; the K curves use all."""
+    pb = section(raw)
+    base = int(pb.get("samples", 16))
+    own = (pb.get("samples_by_model") or {}).get(model)
+    if isinstance(own, dict):
+        return int(own.get(modality, base))
+    return base if own is None else int(own)
+
+
+def samples_entry(raw: dict, model: str) -> list:
+    """The model's `pasbench.samples_by_model` entry as a list (empty when it has none): what its respond job's
+    params hash adds, so a model without one keeps the hash it had before the setting existed."""
+    own = (section(raw).get("samples_by_model") or {}).get(model)
+    return [] if own is None else [own]
+
+
 def probe_on(raw: dict, switch: str) -> bool:
     return bool(evaluated(raw)) and bool(section(raw).get(switch, True))
 
@@ -107,6 +128,12 @@ def check(raw: dict) -> list[str]:
         named += [("pasbench.construct.generator", c.get("generator")), ("pasbench.construct.reviewer", c.get("reviewer"))]
         if (c.get("images") or {}).get("enabled"):
             named.append(("pasbench.construct.images.model", c["images"].get("model")))
+            if c["images"].get("prompt_model"):  # optional: null drafts with the generator
+                named.append(("pasbench.construct.images.prompt_model", c["images"]["prompt_model"]))
+            if c["images"].get("check_model"):  # optional: null keeps every returned PNG unchecked
+                named.append(("pasbench.construct.images.check_model", c["images"]["check_model"]))
+    named += [("pasbench.samples_by_model", m) for m in (pb.get("samples_by_model") or {})]
+    named += [("pasbench.model_params", m) for m in (pb.get("model_params") or {})]
     for key, model in named:
         if model and model not in models:
             problems.append(f"{key}: unknown model '{model}' (not under models:)")
@@ -137,8 +164,9 @@ REPORTS: dict[str, dict] = {
                                       lambda raw: probe_on(raw, "knowledge_probe")),
     "pasbench_table2_reactive": _rates("pasbench_table2_reactive", "table2_reactive", ["pasbench_stats_reactive"],
                                        lambda raw: probe_on(raw, "reactive_probe"), figure=False),
-    "pasbench_fig7_k_curves": _rates("pasbench_fig7_k_curves", "fig7_k_curves", ["pasbench_stats_k_curves"],
-                                     _evaluating),
+    "pasbench_fig7_k_curves": {**_rates("pasbench_fig7_k_curves", "fig7_k_curves",
+                                        ["pasbench_stats_k_curves", "pasbench_stats_k_curve_left_out"], _evaluating),
+                               "tables": ["pasbench_fig7_k_curves", "pasbench_fig7_k_curves_left_out"]},
     "pasbench_fig8_pearson_models": _rates("pasbench_fig8_pearson_models", "fig8_pearson_models",
                                            ["pasbench_stats_rates", "pasbench_stats_pearson_models"], _evaluating),
     "pasbench_fig9_pearson_samples": _rates("pasbench_fig9_pearson_samples", "fig9_pearson_samples",
@@ -184,15 +212,17 @@ PROMPTS: dict[str, tuple[str, int]] = {
     "proactive_text": ("", 1),
     "proactive_image": ("", 1),
     "risk_judge": ("", 1),
-    "knowledge_probe": ("", 1),
+    "knowledge_probe": ("", 2),  # v2: the paper's A/B/C question with an explanation (issue 21)
+    "knowledge_judge": ("", 1),
     "reactive_text": ("", 1),
     "reactive_image": ("", 1),
     "verify_text": ("", 1),
     "verify_image": ("", 1),
     "construct_profile": ("", 1),
-    "construct_log": ("", 2),
+    "construct_log": ("", 3),
     "construct_review": ("", 1),
     "construct_image_prompts": ("", 2),
+    "construct_image_check": ("", 1),
 }
 
 FAMILY = Family(

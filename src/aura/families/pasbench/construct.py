@@ -16,9 +16,15 @@ pasbench-review-text       A reviewer model gives a structured verdict on every 
                            verdict in ``pasbench.construct.overrides``. Writes the kept logs as
                            ``PasItem`` rows (``source: constructed``), every verdict, and the exclusions
                            with their reasons.
-pasbench-construct-images  (``images.enabled``) The generator drafts a shared scene and 1..max_images
-                           image prompts (structured, checked like the log's text); each image comes
-                           from ``LLMClient.generate_images``; PNGs go to ``images/`` beside the drafts.
+pasbench-construct-images  (``images.enabled``) ``images.prompt_model`` (the paper's GPT-4o; null = the
+                           generator) drafts a shared scene and 1..max_images
+                           image prompts (structured, checked like the log's text); frame 1 comes from
+                           the images endpoint, each later frame from the images EDIT endpoint with the
+                           previous frame uploaded (:func:`draw_frames`); with ``images.check_model``
+                           a vision model checks each frame (consistent, realistic, conveys; prompt
+                           ``construct_image_check``) and a rejected one is drawn again up to
+                           ``images.retries`` (10) more times, every failure listed in the draft row;
+                           PNGs go to ``images/``.
 
 Knowledge points: ``knowledge_points: N`` takes the first N text items of ``--in items`` with distinct
 knowledge (their severity carries over); a list of objects ``{safety_knowledge, condition, risk_reason,
@@ -30,7 +36,10 @@ Automatic checks of a log (the first that fails names the reason; ``entry k`` co
 
 layout           the text is not ``[LOG START]``, then blocks of ``[Time] hh:mm AM|PM``, ``[Location]``,
                  ``[Environmental Observation]``, ``[Behavioral Observation]`` lines, then ``[LOG END]``.
-entry_count      fewer than ``log_entries.min`` or more than ``log_entries.max`` entries.
+entry_count      fewer than ``log_entries.min`` or more than ``log_entries.max`` entries (paper: 4-8).
+length           the assembled log (labels included, words split on white space as ``PasItem.words``
+                 counts them) has fewer than ``log_words.min`` or more than ``log_words.max`` words
+                 (paper: 171-805).
 empty_field      a field holds no letter (empty, or a placeholder such as "...").
 markup           a field holds ``[``, ``]``, ``{`` or ``}`` (a forged label or leaked JSON; none of the
                  288 upstream logs has a brace).
@@ -62,6 +71,7 @@ file or column, bad verdict, empty note, unknown or repeated id) is one line nam
 """
 from __future__ import annotations
 
+import base64
 import random
 import re
 from collections import Counter
@@ -69,6 +79,7 @@ from pathlib import Path
 
 from aura.config import UserError
 from aura.io import atomic_file, read_person_table
+from aura.llm import LLMRequest
 from aura.llm.images import ImageRequest
 from aura.llm.rule_checks import outcome, request, reviewer_accepts, run_with_rule_checks
 from aura.pipeline.context import StageContext
@@ -78,10 +89,12 @@ from .data import PasItem
 
 CONSTRUCTED_BASE = 9000
 DEFAULTS = {"knowledge_points": 2, "overrides": None, "rule_tries": 2, "seed": 0,
-            "log_entries": {"min": 3, "max": 4},
-            "images": {"enabled": False, "model": None, "max_images": 2, "size": "256x256"}}
+            "log_entries": {"min": 4, "max": 8}, "log_words": {"min": 171, "max": 805},
+            "images": {"enabled": False, "model": None, "prompt_model": None, "check_model": None, "retries": 10,
+                       "max_images": 2, "size": "256x256"}}
 REVIEW_CRITERIA = ["suggests_risk", "realistic", "observable", "before_incident"]
-FIELD_LIMITS = {"location": 40, "environment": 160, "behaviour": 160}  # characters: answers stay short
+# characters per field: room for the paper's longest logs (805 words over 4 entries is ~100 words a field)
+FIELD_LIMITS = {"location": 60, "environment": 700, "behaviour": 700}
 LABELS = {"location": "[Location]", "environment": "[Environmental Observation]",
           "behaviour": "[Behavioral Observation]"}
 HHMM = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
@@ -89,10 +102,48 @@ LOG_TIME = re.compile(r"^\[Time\] (0[1-9]|1[0-2]):([0-5][0-9]) (AM|PM)$")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 LETTER = re.compile(r"[^\W\d_]")
 
-# Drawn in code (the paper draws name, gender and residence at random; the model adds the rest).
-NAMES = {"female": ["Lin Xiaomei", "Chen Jing", "Zhao Li", "Maria Santos", "Aisha Bello", "Emma Novak"],
-         "male": ["Wang Tao", "Liu Qiang", "Zhou Ming", "Daniel Okafor", "Lucas Ferreira", "Omar Haddad"]}
-PLACES = ["Hangzhou", "Chengdu", "Qingdao", "Kunming", "Lisbon", "Nairobi", "Porto Alegre", "Krakow"]
+# Drawn in code (the paper draws name, gender and residence at random; the model adds the rest). Eight
+# naming traditions, each with 8 given names per gender, 8 family names and 6 places of residence: a person
+# is a tradition, a gender, a given name, a family name and a place of that tradition (PEOPLE_DRAWS in all),
+# drawn from the config seed and the knowledge point (:func:`person`). ``order`` puts the family name first
+# where that tradition does. No name or place holds a word the content checks look for (tested).
+PEOPLE = {
+    "chinese": {"order": "family_first", "female": ["Xiaomei", "Jing", "Li", "Yan", "Fang", "Hui", "Lan", "Min"],
+                "male": ["Tao", "Qiang", "Ming", "Wei", "Jun", "Hao", "Lei", "Bo"],
+                "family": ["Lin", "Chen", "Zhao", "Wang", "Liu", "Zhou", "Huang", "Sun"],
+                "places": ["Hangzhou", "Chengdu", "Qingdao", "Kunming", "Wuhan", "Xiamen"]},
+    "japanese": {"order": "given_first", "female": ["Yuki", "Aiko", "Haruka", "Mei", "Sakura", "Naomi", "Emi", "Rina"],
+                 "male": ["Hiroshi", "Kenji", "Takumi", "Daiki", "Ren", "Sora", "Kaito", "Yuto"],
+                 "family": ["Sato", "Suzuki", "Takahashi", "Tanaka", "Watanabe", "Ito", "Nakamura", "Kobayashi"],
+                 "places": ["Osaka", "Sapporo", "Fukuoka", "Nagoya", "Sendai", "Kyoto"]},
+    "indian": {"order": "given_first", "female": ["Priya", "Ananya", "Kavya", "Meera", "Divya", "Sneha", "Pooja", "Nisha"],
+               "male": ["Arjun", "Rohan", "Vikram", "Rahul", "Karan", "Amit", "Sanjay", "Nikhil"],
+               "family": ["Sharma", "Patel", "Iyer", "Reddy", "Nair", "Gupta", "Das", "Mehta"],
+               "places": ["Pune", "Chennai", "Jaipur", "Kochi", "Lucknow", "Indore"]},
+    "arabic": {"order": "given_first", "female": ["Aisha", "Layla", "Mariam", "Noor", "Salma", "Huda", "Rania", "Dina"],
+               "male": ["Omar", "Khalid", "Youssef", "Karim", "Tariq", "Samir", "Hassan", "Ziad"],
+               "family": ["Haddad", "Mansour", "Khoury", "Saleh", "Nasser", "Aziz", "Hamdan", "Farah"],
+               "places": ["Amman", "Casablanca", "Beirut", "Tunis", "Muscat", "Alexandria"]},
+    "west_african": {"order": "given_first", "female": ["Amara", "Ngozi", "Adaeze", "Folake", "Zainab", "Chioma", "Abena", "Efua"],
+                     "male": ["Daniel", "Chinedu", "Kwame", "Emeka", "Tunde", "Kofi", "Ibrahim", "Segun"],
+                     "family": ["Okafor", "Bello", "Mensah", "Adeyemi", "Okoro", "Boateng", "Diallo", "Eze"],
+                     "places": ["Lagos", "Accra", "Ibadan", "Kumasi", "Dakar", "Abuja"]},
+    "iberian_latin": {"order": "given_first", "female": ["Maria", "Lucia", "Camila", "Sofia", "Ines", "Beatriz", "Valentina", "Carmen"],
+                      "male": ["Lucas", "Mateo", "Diego", "Rafael", "Tiago", "Pablo", "Andres", "Joao"],
+                      "family": ["Santos", "Ferreira", "Garcia", "Silva", "Lopez", "Costa", "Rodriguez", "Alves"],
+                      "places": ["Lisbon", "Porto Alegre", "Seville", "Bogota", "Valencia", "Curitiba"]},
+    "slavic": {"order": "given_first", "female": ["Emma", "Anna", "Katarzyna", "Olga", "Petra", "Irina", "Zofia", "Milena"],
+               "male": ["Piotr", "Tomas", "Ivan", "Marek", "Dmitri", "Jakub", "Pavel", "Luka"],
+               "family": ["Novak", "Kowalski", "Horvat", "Petrov", "Dvorak", "Nowak", "Ivanov", "Kral"],
+               "places": ["Krakow", "Brno", "Zagreb", "Ljubljana", "Gdansk", "Bratislava"]},
+    "anglo_nordic": {"order": "given_first", "female": ["Sarah", "Hannah", "Ingrid", "Chloe", "Freya", "Grace", "Astrid", "Megan"],
+                     "male": ["James", "Oliver", "Erik", "Liam", "Magnus", "Thomas", "Henrik", "Owen"],
+                     "family": ["Walker", "Hughes", "Larsen", "Bennett", "Lindqvist", "Murphy", "Olsen", "Carter"],
+                     "places": ["Leeds", "Bergen", "Cork", "Aarhus", "Adelaide", "Halifax"]},
+}
+GENDERS = ("female", "male")
+PEOPLE_DRAWS = sum(len(g["female"]) * len(g["family"]) * len(g["places"]) + len(g["male"]) * len(g["family"])
+                   * len(g["places"]) for g in PEOPLE.values())
 
 SECOND_PERSON = re.compile(r"\b(you|your|yours|yourself|yourselves)\b", re.I)
 SPEECH = re.compile(r"\b(say|says|said|saying|tell|tells|told|telling|ask|asks|asked|asking|shout|shouts|"
@@ -120,7 +171,7 @@ def settings(raw: dict) -> dict:
     """``pasbench.construct`` with the defaults of every key the config leaves out."""
     cfg = dict((raw.get("pasbench") or {}).get("construct") or {})
     out = {**DEFAULTS, **cfg}
-    for key in ("log_entries", "images"):
+    for key in ("log_entries", "log_words", "images"):
         out[key] = {**DEFAULTS[key], **(cfg.get(key) or {})}
     return out
 
@@ -160,8 +211,11 @@ def item_id(modality: str, number: int) -> str:
 def person(seed: int, point: dict) -> dict:
     """Name, gender and residence drawn for one knowledge point (the same for the same seed and knowledge)."""
     rng = random.Random(f"{seed}\0{point['safety_knowledge']}")
-    gender = rng.choice(sorted(NAMES))
-    return {"name": rng.choice(NAMES[gender]), "gender": gender, "residence": rng.choice(PLACES)}
+    group = PEOPLE[rng.choice(sorted(PEOPLE))]
+    gender = rng.choice(GENDERS)
+    given, family = rng.choice(group[gender]), rng.choice(group["family"])
+    name = f"{family} {given}" if group["order"] == "family_first" else f"{given} {family}"
+    return {"name": name, "gender": gender, "residence": rng.choice(group["places"])}
 
 
 def avoid_terms(point: dict) -> list[str]:
@@ -240,13 +294,17 @@ def field_problem(n: int, fields: dict[str, str]) -> str | None:
     return None
 
 
-def log_problem(log: str, point: dict, name: str, bounds: dict) -> str | None:
-    """The automatic checks of one log (module docstring), in order; None when it passes."""
+def log_problem(log: str, point: dict, name: str, bounds: dict, words: dict | None = None) -> str | None:
+    """The automatic checks of one log (module docstring), in order; None when it passes. ``words``
+    ({min, max}, None = no length check) bounds the log's word count as ``PasItem.words`` counts it."""
     entries, why = parse_log(log)
     if why:
         return why
     if not bounds["min"] <= len(entries) <= bounds["max"]:
         return f"entry_count: {len(entries)} entries; write {bounds['min']} to {bounds['max']}"
+    if words is not None and not words["min"] <= (n_words := len(log.split())) <= words["max"]:
+        return (f"length: the log has {n_words} words; write {words['min']} to {words['max']} words in all "
+                f"({'longer' if n_words < words['min'] else 'shorter'} observations)")
     for n, e in enumerate(entries, 1):
         if why := field_problem(n, {f: e[f] for f in LABELS}):
             return why
@@ -259,14 +317,14 @@ def log_problem(log: str, point: dict, name: str, bounds: dict) -> str | None:
     return content_problem([f"{e['location']}. {e['environment']} {e['behaviour']}" for e in entries], point, name)
 
 
-def entries_problem(entries: list[dict], point: dict, name: str, bounds: dict) -> str | None:
+def entries_problem(entries: list[dict], point: dict, name: str, bounds: dict, words: dict | None = None) -> str | None:
     """Checks of a generator answer: the 24-hour times (the schema asks for them), then the assembled log."""
     for n, e in enumerate(entries, 1):
         if not re.match(HHMM, str(e.get("time", ""))):
             return f"layout: entry {n} time {e.get('time')!r} is not 24-hour HH:MM"
         if why := field_problem(n, {f: str(e.get(f, "")) for f in LABELS}):
             return why
-    return log_problem(assemble_log(entries), point, name, bounds)
+    return log_problem(assemble_log(entries), point, name, bounds, words)
 
 
 # schemas -------------------------------------------------------------------------------------------
@@ -308,7 +366,7 @@ def profile_text(who: dict, answer: dict) -> str:
 # stage: pasbench-construct-text -----------------------------------------------------------------------
 def run_text(ctx: StageContext) -> None:
     cfg = settings(ctx.config.raw)
-    points, bounds, model = knowledge_points(ctx, cfg), cfg["log_entries"], cfg["generator"]
+    points, bounds, words, model = knowledge_points(ctx, cfg), cfg["log_entries"], cfg["log_words"], cfg["generator"]
     p_profile = ctx.use_prompt(get_prompt("construct_profile"))
     p_log = ctx.use_prompt(get_prompt("construct_log"))
     people = [person(cfg["seed"], p) for p in points]
@@ -322,10 +380,11 @@ def run_text(ctx: StageContext) -> None:
                         profile=profile_text(people[i], profiles[i].parsed), name=people[i]["name"],
                         safety_knowledge=points[i]["safety_knowledge"], condition=points[i]["condition"],
                         trigger=points[i]["trigger"], avoid=", ".join(avoid_terms(points[i])) or "(none)",
-                        min_entries=str(bounds["min"]), max_entries=str(bounds["max"])) for i in todo]
+                        min_entries=str(bounds["min"]), max_entries=str(bounds["max"]),
+                        min_words=str(words["min"]), max_words=str(words["max"])) for i in todo]
         results, violations, attempts = run_with_rule_checks(
             llm, "generator", model, reqs,
-            lambda j, a: entries_problem(a["entries"], points[todo[j]], people[todo[j]]["name"], bounds),
+            lambda j, a: entries_problem(a["entries"], points[todo[j]], people[todo[j]]["name"], bounds, words),
             int(cfg["rule_tries"]))
     logs = {i: (r, v, n) for i, r, v, n in zip(todo, results, violations, attempts)}
     rows, outcomes = [], Counter()
@@ -463,6 +522,85 @@ def write_png(path: Path, data: bytes) -> None:
         fh.write(data)
 
 
+def frame_ok(im) -> bool:
+    return im.status == "ok" and len(im.images) == 1 and im.images[0].startswith(PNG_MAGIC)
+
+
+CHECK_CRITERIA = ["consistent", "realistic", "conveys"]
+CHECK_SCHEMA = {"type": "object", "additionalProperties": False, "required": [*CHECK_CRITERIA, "rationale", "verdict"],
+                "properties": {**{c: {"type": "boolean"} for c in CHECK_CRITERIA},
+                               "rationale": {"type": "string", "maxLength": 200},
+                               "verdict": {"enum": ["accept", "reject"]}}}
+
+
+def png_part(data: bytes) -> dict:
+    return {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(data).decode("ascii")}}
+
+
+def check_request(p_check, name: str, draft: dict, k: int, candidate: bytes, previous: bytes | None, draw: int):
+    """The vision check of one drawn frame: the previous frame (if any), then the candidate, after the text."""
+    *head, last = p_check.render(scene=one_line(draft["scene"]), frame=one_line(draft["images"][k - 1]), k=str(k),
+                                 n=str(len(draft["images"])))
+    parts = [{"type": "text", "text": last["content"]}, *([png_part(previous)] if previous else []), png_part(candidate)]
+    return LLMRequest(item_id=name, messages=[*head, {**last, "content": parts}], prompt_name=p_check.ref,
+                      prompt_sha256=p_check.sha256, schema=CHECK_SCHEMA, schema_name="image_check", sample_index=draw)
+
+
+def draw_frames(llm, icfg: dict, p_draft, drafts: dict[int, dict], iid, p_check=None):
+    """Frames frame by frame (paper §3.2: I_i = M(P_i, I_{i-1})): frame 1 of every draft from the images
+    endpoint, frame k > 1 from the EDIT endpoint with frame k - 1's PNG uploaded (drawn from, and keyed on,
+    the previous image). With ``check_model`` (and ``p_check``) the vision model checks each drawn frame; a
+    frame it rejects is drawn again (``sample_index`` = the draw, so a new cache key) up to ``retries`` more
+    times. A draft whose frame fails gets no later frame; the drafts of a round go out together.
+    Returns ({(j, k): PNG bytes}, {j: why draft j failed}, {j: [check failures: {frame, draw, reason}]},
+    {j: draws made})."""
+    kept, failed, rejections, draws = {}, {}, {j: [] for j in drafts}, {j: 0 for j in drafts}
+    alive = list(drafts)
+    check = icfg.get("check_model") if p_check is not None else None
+    for k in range(1, max((len(d["images"]) for d in drafts.values()), default=0) + 1):
+        pending = [j for j in alive if len(drafts[j]["images"]) >= k]
+        for draw in range(int(icfg.get("retries", 10)) + 1 if check else 1):
+            if not pending:
+                break
+            images = llm.generate_images(icfg["model"], [
+                ImageRequest(item_id=f"{iid(j)}_{k}", prompt_name=p_draft.ref, prompt_sha256=p_draft.sha256,
+                             size=icfg["size"], image=kept.get((j, k - 1)), sample_index=draw,
+                             prompt=image_text(drafts[j]["scene"], drafts[j]["images"][k - 1], k, len(drafts[j]["images"])))
+                for j in pending])
+            drawn = []
+            for j, im in zip(pending, images):
+                draws[j] += 1
+                if frame_ok(im):
+                    drawn.append((j, im.images[0]))
+                else:
+                    failed[j] = f"image {k}: {im.error if im.status != 'ok' else 'the endpoint did not return exactly one PNG'}"
+                    alive.remove(j)
+            if check and drawn:
+                verdicts = llm.run("image_check", check, [
+                    check_request(p_check, f"{iid(j)}_{k}", drafts[j], k, png, kept.get((j, k - 1)), draw)
+                    for j, png in drawn])
+            else:
+                verdicts = [None] * len(drawn)
+            pending = []
+            for (j, png), v in zip(drawn, verdicts):
+                if v is None or reviewer_accepts(v.parsed, CHECK_CRITERIA):
+                    kept[(j, k)] = png
+                    continue
+                if v.status != "ok":
+                    reason = f"check {v.status}: {v.error or 'no detail'}"
+                else:
+                    bad = [c for c in CHECK_CRITERIA if v.parsed.get(c) is not True]
+                    reason = (f"verdict {v.parsed['verdict']}" + (f", criteria not met: {', '.join(bad)}" if bad else "")
+                              + f" ({one_line(v.parsed.get('rationale') or '')[:200]})")
+                rejections[j].append({"frame": k, "draw": draw + 1, "reason": reason})
+                pending.append(j)
+        for j in pending:  # every draw of this frame failed the check
+            n = sum(r["frame"] == k for r in rejections[j])
+            failed[j] = f"image {k}: failed the quality check {n} times (last: {rejections[j][-1]['reason']})"
+            alive.remove(j)
+    return kept, failed, rejections, draws
+
+
 def run_images(ctx: StageContext) -> None:
     cfg = settings(ctx.config.raw)
     icfg, out = cfg["images"], Path(ctx.outputs["drafts"]).parent / "images"
@@ -474,9 +612,12 @@ def run_images(ctx: StageContext) -> None:
         raise UserError("pasbench.construct.images.model is not set (the images-endpoint model)")
     if not 1 <= int(icfg["max_images"]) <= 4:
         raise UserError(f"pasbench.construct.images.max_images is {icfg['max_images']}; it must be 1 to 4")
-    points, model = knowledge_points(ctx, cfg), cfg["generator"]
+    points, model, check = knowledge_points(ctx, cfg), icfg["prompt_model"] or cfg["generator"], icfg["check_model"]
+    if check and not ctx.config.models[check].vision:
+        raise UserError(f"pasbench.construct.images.check_model {check!r} has no vision (vision: true under models:)")
     p_draft = ctx.use_prompt(get_prompt("construct_image_prompts"))
-    with ctx.llm([model, icfg["model"]]) as llm:
+    p_check = ctx.use_prompt(get_prompt("construct_image_check")) if check else None
+    with ctx.llm([model, icfg["model"], *([check] if check else [])]) as llm:
         reqs = [request(p_draft, item_id("image", p["number"]), image_prompts_schema(int(icfg["max_images"])),
                         "image_prompts", safety_knowledge=p["safety_knowledge"], condition=p["condition"],
                         trigger=p["trigger"], avoid=", ".join(avoid_terms(p)) or "(none)",
@@ -484,36 +625,26 @@ def run_images(ctx: StageContext) -> None:
         results, violations, attempts = run_with_rule_checks(
             llm, "generator", model, reqs, lambda j, a: image_prompt_problem(a, points[j]), int(cfg["rule_tries"]))
         ok = [j for j, (r, v) in enumerate(zip(results, violations)) if outcome(r.status, v) == "ok"]
-        frames = [(j, k) for j in ok for k in range(1, len(results[j].parsed["images"]) + 1)]
-        images = llm.generate_images(icfg["model"], [
-            ImageRequest(item_id=f"{item_id('image', points[j]['number'])}_{k}", prompt_name=p_draft.ref,
-                         prompt_sha256=p_draft.sha256, size=icfg["size"],
-                         prompt=image_text(results[j].parsed["scene"], results[j].parsed["images"][k - 1], k,
-                                           len(results[j].parsed["images"])))
-            for j, k in frames])
-    got = {fk: im for fk, im in zip(frames, images)}
+        kept, failed, rejections, draws = draw_frames(llm, icfg, p_draft, {j: results[j].parsed for j in ok},
+                                                      lambda j: item_id("image", points[j]["number"]), p_check)
     drafts, items, excluded = [], [], []
     for j, (p, res, why, n) in enumerate(zip(points, results, violations, attempts)):
         iid, status = item_id("image", p["number"]), outcome(res.status, why)
         draft = {"item_id": iid, "knowledge": p, "status": status, "reason": why or res.error, "attempts": n,
                  "scene": (res.parsed or {}).get("scene"), "prompts": (res.parsed or {}).get("images"),
-                 "images": [], "raw": res.text if status != "ok" else None}
+                 "images": [], "draws": draws.get(j, 0), "check_failures": rejections.get(j, []),
+                 "raw": res.text if status != "ok" else None}
         if status != "ok":
             step = "automatic_check" if status == "rejected" else "prompts"
             excluded.append(exclusion(draft, "image", step, f"{status}: {draft['reason'] or 'no detail'}"))
         else:
-            frames_j = [got[(j, k)] for k in range(1, len(res.parsed["images"]) + 1)]
-            bad = next(((k, im) for k, im in enumerate(frames_j, 1)
-                        if im.status != "ok" or len(im.images) != 1 or not im.images[0].startswith(PNG_MAGIC)), None)
-            if bad:
-                k, im = bad
-                why = im.error if im.status != "ok" else "the endpoint did not return exactly one PNG"
-                draft.update(status="failed", reason=f"image {k}: {why}")
+            if j in failed:
+                draft.update(status="failed", reason=failed[j])
                 excluded.append(exclusion(draft, "image", "images", draft["reason"]))
             else:
-                for k, im in enumerate(frames_j, 1):
+                for k in range(1, len(res.parsed["images"]) + 1):
                     path = out / f"{iid}_{k}.png"
-                    write_png(path, im.images[0])
+                    write_png(path, kept[(j, k)])
                     draft["images"].append(str(path))
                 items.append(PasItem(item_id=iid, modality="image", index=CONSTRUCTED_BASE + p["number"],
                                      safety_knowledge=p["safety_knowledge"], condition=p["condition"],
@@ -521,10 +652,11 @@ def run_images(ctx: StageContext) -> None:
                                      images=draft["images"], n_images=len(draft["images"]), severity=p["severity"],
                                      words=None, source="constructed").model_dump())
         drafts.append(draft)
-    kept = {p for i in items for p in i["images"]}
+    written = {p for i in items for p in i["images"]}
     for stale in out.glob("*.png") if out.is_dir() else []:  # the stage's own folder: no PNG of a past run stays
-        if str(stale) not in kept:
+        if str(stale) not in written:
             stale.unlink()
-    ctx.write("drafts", drafts)
+    ctx.write("drafts", drafts, draws=sum(draws.values()), check_failures=sum(map(len, rejections.values())),
+              check_model=check)
     ctx.write("exclusions", excluded)
     ctx.write("items", items, constructed=len(items), excluded=len(excluded))

@@ -4,8 +4,11 @@ Items: read from the items file when it exists, else loaded from the configured 
 needed), else the download's configured counts (or the paper's 288 text / 128 image items), capped by
 pasbench.max_items. Proactive responses: exact when the items file exists (requests built as the stage
 builds them and looked up in the cache: hits excluded). Judge and probes: counted from the files they read
-when those exist (judged responses, failed samples, proposals), else projected: every visible sample judged,
+when those exist (judged responses, failed samples, proposals; the knowledge judge: the distinct points the
+probe answered A), else projected: every knowledge point's explanation judged, every visible sample judged,
 `pasbench.estimate.miss_share` of them probed reactively, every sample proposing a risk (an upper bound).
+Samples per item: pasbench.samples, or the model's pasbench.samples_by_model N per set for its respond and
+judge lines (every sample); the reactive and verify lines count the first pasbench.samples (what they read).
 Token sizes: the prompt file rendered with the items' average observation (characters / 4) plus
 IMAGE_TOKENS per image; completions at the call's max_tokens (or the stage default below). Every line
 carries the LLM-layer role its stage passes to `LLMClient.run` (the judge's calls: `judge`, so the
@@ -20,16 +23,16 @@ from aura.io import read_jsonl
 from aura.pipeline.layout import layout
 from aura.prompts import get_prompt
 
-from . import construct_on, evaluated, section
+from . import construct_on, evaluated, samples_of, section
 
 PAPER_ITEMS = {"text": 288, "image": 128}
 PAPER_AVG_WORDS = 547  # paper Table 1: average words of a text log
 IMAGE_TOKENS = 765  # an image part as a vision model counts it (a 512 px image at high detail, OpenAI's rule)
-COMPLETION = {"respond": 300, "judge": 80, "knowledge": 60, "reactive": 300, "verify": 80, "construct": 600}
+COMPLETION = {"respond": 300, "judge": 80, "knowledge": 200, "reactive": 300, "verify": 80, "construct": 600}
 # The LLM-layer role (LLMClient.run) of each kind's calls: respond/probes run the evaluated model, the judge
 # stages "judge" (judge.py, probes.py), construction "generator" and "reviewer" (construct.py); images: no chat call.
 ROLE = {"respond": "evaluated", "judge": "judge", "knowledge": "evaluated", "reactive": "evaluated",
-        "verify": "evaluated", "construct": "generator", "review": "reviewer", "images": None}
+        "verify": "evaluated", "construct": "generator", "review": "reviewer", "images": None, "image_check": "image_check"}
 
 
 def _items(config) -> tuple[list[dict] | None, dict[str, int], str]:
@@ -44,13 +47,19 @@ def _items(config) -> tuple[list[dict] | None, dict[str, int], str]:
     else:
         try:
             loaded = read_folder(data_folder(config.raw), images_dir=data_spec(config.raw).get("images"),
-                                 images_required=False)
+                                 images_required=False, sub_images=data_spec(config.raw).get("sub_images"),
+                                 text_only=bool(data_spec(config.raw).get("text_only")))
             rows = [i.model_dump() for i in select(loaded.items, pb["max_items"])]
             note = f"pasbench: {len(rows)} items loaded from {data_folder(config.raw)} (items file not written yet)"
+            if loaded.left_out and not data_spec(config.raw).get("text_only"):
+                note += (f"; {len(loaded.left_out)} image record(s) without their images left out of this estimate "
+                         "(the items job stops on them unless images_required: false)")
         except (PasDataError, OSError):
             counts = (pb["data"].get("download") or {}).get("counts") or PAPER_ITEMS
             caps = pb["max_items"]
             by = {m: min(n, caps[m]) if caps.get(m) is not None else n for m, n in counts.items()}
+            if data_spec(config.raw).get("text_only"):  # pasbench.data.text_only: no image item is asked
+                by["image"] = 0
             return None, by, (f"pasbench: projected from {by} items (the data folder is not there yet; "
                               f"{'download counts' if counts is not PAPER_ITEMS else 'the paper sizes'})")
     return rows, {m: sum(r["modality"] == m for r in rows) for m in ("text", "image")}, note
@@ -62,12 +71,22 @@ def _tokens_in(prompt_name: str, extra_chars: int = 0, images: float = 0.0) -> i
     return (chars + extra_chars) // CHARS_PER_TOKEN + int(images * IMAGE_TOKENS)
 
 
+def reasoning_budget(config, model: str) -> int | None:
+    """The completion budget of a model in pasbench.model_params (a reasoning or thinking model): its
+    max_completion_tokens, else max_tokens; None for the others. Its calls are priced at it: reasoning tokens
+    are billed as output and never shown, so the budget is the bound the run can reach (an upper bound)."""
+    own = (section(config.raw).get("model_params") or {}).get(model)
+    return (own.get("max_completion_tokens") or own.get("max_tokens")) if own else None
+
+
 def _line(config, stage: str, model: str, calls: int, tokens_in_each: int, basis: str, kind: str,
           prompts: tuple[str, ...], role_kind: str | None = None) -> Line:
     """A line of `calls` calls of `tokens_in_each` prompt tokens, completions at the stage's size (capped by the
-    model's max_tokens; pasbench.params.max_tokens for the sampled calls); its role is ROLE[role_kind or kind]."""
+    model's max_tokens; pasbench.params.max_tokens for the sampled calls); a model with a budget in
+    pasbench.model_params at that budget (reasoning_budget); its role is ROLE[role_kind or kind]."""
     sampled = section(config.raw)["params"].get("max_tokens") if kind in ("respond", "reactive") else None
-    out = completion_tokens(config, f"pasbench-{kind}", model, COMPLETION[kind], max_tokens=sampled)
+    out = reasoning_budget(config, model) if ROLE[kind] == "evaluated" else None  # model_params: evaluated calls
+    out = out or completion_tokens(config, f"pasbench-{kind}", model, COMPLETION[kind], max_tokens=sampled)
     return projected_line(config, stage, model, calls, tokens_in_each, role=ROLE[role_kind or kind], prompts=prompts,
                           out_each=out, basis=basis)
 
@@ -98,20 +117,27 @@ def pasbench_lines(config) -> tuple[list, str]:
     for m in evaluated(raw):
         vision = bool(config.models[m].vision)
         visible = by["text"] + (by["image"] if vision else 0)
-        samples = n_samples * visible
-        avg_in = (by["text"] * _tokens_in("proactive_text", log_chars)
-                  + (by["image"] * _tokens_in("proactive_image", images=avg_images) if vision else 0)) // max(1, visible)
+        # N per set: pasbench.samples or the model's pasbench.samples_by_model entry (respond, judge: every
+        # sample); the reactive and verify probes read the first pasbench.samples of them (probes.first_n)
+        n_of = {x: samples_of(raw, m, x) for x in ("text", "image")}
+        shown = {"text": by["text"], "image": by["image"] if vision else 0}
+        every = {x: n_of[x] * shown[x] for x in shown}
+        firsts = {x: min(n_of[x], n_samples) * shown[x] for x in shown}
+        samples, first = sum(every.values()), sum(firsts.values())
+        tok = {"text": _tokens_in("proactive_text", log_chars), "image": _tokens_in("proactive_image", images=avg_images)}
+        respond_in = sum(every[x] * tok[x] for x in tok) // max(1, samples)
+        avg_in = sum(firsts[x] * tok[x] for x in tok) // max(1, first)  # the probes' samples
         seen = ("text", "image") if vision and by["image"] else ("text",)  # the modalities the model is shown
         if items is not None:
             reqs = [observation_request(it, prompts, config, sample=s, params=sampling_params(config, m, s))
-                    for it in items if can_see(config, m, it) for s in range(n_samples)]
+                    for it in items if can_see(config, m, it) for s in range(n_of[it["modality"]])]
             # completions: estimate.completion_tokens["respond"] (default 150) capped by the model's max_tokens,
             # not the projected line's pasbench-respond size (kept as the estimate has always priced it)
             line = exact_line(config, client, "pasbench-respond", m, reqs, role=ROLE["respond"],
                               prompts=tuple(f"proactive_{x}" for x in seen),
-                              out_each=completion_tokens(config, "respond", m))
+                              out_each=reasoning_budget(config, m) or completion_tokens(config, "respond", m))
         else:
-            line = _line(config, "pasbench-respond", m, samples, avg_in, "projected", "respond",
+            line = _line(config, "pasbench-respond", m, samples, respond_in, "projected", "respond",
                          tuple(f"proactive_{x}" for x in seen))
         lines.append(line)
         responses = _rows(lay["pasbench_responses"].format(model=m))
@@ -123,18 +149,29 @@ def pasbench_lines(config) -> tuple[list, str]:
             points = len({r["safety_knowledge"] for r in items}) if items else by["text"]
             lines.append(_line(config, "pasbench-knowledge", m, points, _tokens_in("knowledge_probe", 150),
                                "counted" if items else "projected", "knowledge", ("knowledge_probe",)))
+            # the judge grades the explanation of every point answered A (probes.run_knowledge): counted from the
+            # knowledge file when it exists, else every point (an upper bound)
+            probed = _rows(lay["pasbench_knowledge"].format(model=m))
+            text_of = {it["item_id"]: it["safety_knowledge"] for it in items or []}  # one call per distinct text
+            chose_a = (len({text_of.get(r["item_id"], r["item_id"]) for r in probed if r.get("answer") == "A"})
+                       if probed is not None else points)
+            explanation = COMPLETION["knowledge"] * CHARS_PER_TOKEN
+            lines.append(_line(config, f"pasbench-knowledge:judge ({m})", judge, chose_a,
+                               _tokens_in("knowledge_judge", 150 + 200 + explanation),
+                               "counted" if probed is not None else "projected", "judge", ("knowledge_judge",)))
         if pb["reactive_probe"]:
             judgments = _rows(lay["pasbench_judgments"].format(model=m))
-            failed = (sum(r["status"] == "ok" and r["detected"] is False for r in judgments) if judgments is not None
-                      else round(samples * pb["estimate"]["miss_share"]))
+            failed = (sum(r["status"] == "ok" and r["detected"] is False and r["sample"] < n_samples
+                          for r in judgments) if judgments is not None
+                      else round(first * pb["estimate"]["miss_share"]))
             basis = "counted" if judgments is not None else "projected"
             lines.append(_line(config, "pasbench-reactive", m, failed, avg_in + 60, basis, "reactive",  # + knowledge
                                tuple(f"reactive_{x}" for x in seen)))
             lines.append(_line(config, f"pasbench-reactive:judge ({m})", judge, failed, judge_in, basis, "judge",
                                ("risk_judge",)))
         if pb["propose_verify"]:
-            proposals = (sum(r["status"] == "ok" and bool(r.get("warn")) for r in responses) if responses is not None
-                         else samples)
+            proposals = (sum(r["status"] == "ok" and bool(r.get("warn")) and r["sample"] < n_samples
+                             for r in responses) if responses is not None else first)
             lines.append(_line(config, "pasbench-verify", m, proposals, avg_in + respond_out,
                                "counted" if responses is not None else "projected", "verify",
                                tuple(f"verify_{x}" for x in seen)))
@@ -150,10 +187,18 @@ def pasbench_lines(config) -> tuple[list, str]:
                            _tokens_in("construct_review", log_chars), "projected", "judge", ("construct_review",),
                            role_kind="review"))
         if construct_on(raw, "images"):
-            lines.append(_line(config, "pasbench-construct-images", c["generator"], points,
+            lines.append(_line(config, "pasbench-construct-images", c["images"].get("prompt_model") or c["generator"], points,
                                _tokens_in("construct_image_prompts", 400), "projected", "construct",
                                ("construct_image_prompts",)))
             model, n = c["images"]["model"], points * c["images"]["max_images"]  # images endpoint: priced per image
             lines.append(Line("pasbench-construct-images:images", model, "projected", role=ROLE["images"], prompts=(),
                               calls=n, cost_usd=config.models[model].price.per_image * n))
+            if c["images"].get("check_model"):  # one vision check per first draw (redraws, up to `retries`, not projected)
+                lines.append(_line(config, "pasbench-construct-images:check", c["images"]["check_model"], n,
+                                   _tokens_in("construct_image_check", 300, images=2), "projected", "judge",
+                                   ("construct_image_check",), role_kind="image_check"))
+    budgeted = [m for m in evaluated(raw) if reasoning_budget(config, m)]
+    if budgeted:  # reasoning / thinking models: their calls priced at their whole completion budget
+        note += (f"; {', '.join(budgeted)}: completions at their pasbench.model_params budget (reasoning tokens "
+                 "are billed as output: an upper bound)")
     return lines, note

@@ -6,6 +6,8 @@ image items only to models with `vision: true`: for the others each sample is a 
 ("model has no vision") and nothing is sent. Sample s is `LLMRequest.sample_index = s` with the
 family's sampling params (`pasbench.params`) over the model's own; a model whose params fix a `seed`
 gets seed + s for sample s (one seed would make the N samples one answer repeated).
+N is `pasbench.samples`, or the model's `pasbench.samples_by_model` entry (per set): samples 0..N-1 of a
+larger N are the same requests as at the smaller one, so a model run to 128 extends its 16.
 
 The helpers here (config settings, answer format, image messages) are shared with judge.py and probes.py.
 """
@@ -19,6 +21,8 @@ from aura.config import REPO_ROOT, ConfigError
 from aura.llm import LLMRequest
 from aura.pipeline.context import StageContext
 from aura.prompts import Prompt, get_prompt
+
+from . import samples_of
 
 NO_VISION = "model has no vision"
 
@@ -61,9 +65,30 @@ def setting(config, key: str):
     return section[key]
 
 
+def model_params(config) -> dict[str, dict]:
+    """`pasbench.model_params`: per model, the sampling sent instead of `pasbench.params` ({} = none)."""
+    return (config.raw.get("pasbench") or {}).get("model_params") or {}
+
+
+BUDGET_KEYS = ("max_tokens", "max_completion_tokens", "reasoning_effort")
+
+
+def deterministic_params(config, model: str) -> dict:
+    """The params of the calls a model answers at temperature 0 (knowledge probe, verify): `{temperature: 0}`;
+    for a model in `pasbench.model_params` its budget keys, plus temperature 0 only when it sets a temperature
+    there (one that sets none, e.g. o1, takes only its default sampling)."""
+    own = model_params(config).get(model)
+    if own is None:
+        return {"temperature": 0.0}
+    budget = {k: v for k, v in own.items() if k in BUDGET_KEYS}
+    return {**budget, "temperature": 0.0} if "temperature" in own else budget
+
+
 def sampling_params(config, model: str, sample: int) -> dict:
-    """`pasbench.params` over the model's params for sample `sample` (seed + sample when seeded)."""
-    params = dict(setting(config, "params") or {})
+    """`pasbench.params` (or the model's `pasbench.model_params` entry instead) over the model's params for
+    sample `sample` (seed + sample when seeded)."""
+    own = model_params(config)
+    params = dict(own[model]) if model in own else dict(setting(config, "params") or {})
     base_seed = config.models[model].params.get("seed")
     if base_seed is not None:
         params["seed"] = int(base_seed) + sample
@@ -88,10 +113,12 @@ def observation_request(item: dict, prompts: dict[str, Prompt], config, *, sampl
                         params: dict | None = None, schema: dict | None = None, schema_name: str = "answer",
                         grammar: str | None = None, **values: str) -> LLMRequest:
     """One request showing the item's observation: the log (prompt `prompts['text']`, variable `log`)
-    or the images (prompt `prompts['image']`, variable `n_images`, images as content parts)."""
+    or the images (prompt `prompts['image']`, variable `n_images` = the item's number of sub-images, also
+    when they come as one composite file; the files as content parts)."""
     if item["modality"] == "image":
         prompt = prompts["image"]
-        messages = with_images(prompt.render(n_images=str(len(item["images"])), **values), item, config)
+        n = item.get("n_images") or len(item["images"])
+        messages = with_images(prompt.render(n_images=str(n), **values), item, config)
     else:
         prompt = prompts["text"]
         messages = prompt.render(log=item["log"], **values)
@@ -105,12 +132,14 @@ def can_see(config, model: str, item: dict) -> bool:
 
 
 def run(ctx: StageContext) -> None:
-    n = int(setting(ctx.config, "samples"))
+    setting(ctx.config, "samples")  # a config without it stops here, naming the key
+    # N per set: pasbench.samples, or the model's pasbench.samples_by_model entry (e.g. 128 for Fig. 7's curves)
+    n = {m: samples_of(ctx.config.raw, ctx.model, m) for m in ("text", "image")}
     prompts = {"text": ctx.use_prompt(get_prompt("proactive_text")),
                "image": ctx.use_prompt(get_prompt("proactive_image"))}
     items = ctx.in_shard(ctx.read("items"))
     model = ctx.model
-    asked = [(it, s) for it in items if can_see(ctx.config, model, it) for s in range(n)]
+    asked = [(it, s) for it in items if can_see(ctx.config, model, it) for s in range(n[it["modality"]])]
     requests = [observation_request(it, prompts, ctx.config, sample=s, grammar=ANSWER_GBNF,
                                     params=sampling_params(ctx.config, model, s)) for it, s in asked]
     with ctx.llm([model]) as llm:
@@ -118,7 +147,7 @@ def run(ctx: StageContext) -> None:
     answered = {(it["item_id"], s): res for (it, s), res in zip(asked, results)}
     rows = []
     for it in items:
-        for s in range(n):
+        for s in range(n[it["modality"]]):
             base = {"item_id": it["item_id"], "model": model, "sample": s, "modality": it["modality"]}
             res = answered.get((it["item_id"], s))
             if res is None:  # an image item and a model without vision: never sent

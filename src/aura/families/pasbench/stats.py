@@ -3,9 +3,14 @@
 Inputs (``--in``): ``items`` (items.jsonl; or a list ``items_0, items_1, ...``, e.g. upstream + constructed
 items, read as one) and per-model lists ``judgments_0, judgments_1, ...``; the probe outputs
 ``knowledge_*``, ``reactive_*``, ``verified_*`` are optional. Outputs (``--out``): rates, k_curves,
-pearson_models, pearson_samples, word_length, image_count, severity (required), and knowledge, reactive,
-propose_verify (each written when asked for; header-only when its probe gave no input). Definitions: the
-``metrics`` module.
+k_curve_left_out, pearson_models, pearson_samples, word_length, image_count, severity (required), and
+knowledge, reactive, propose_verify (each written when asked for; header-only when its probe gave no input).
+Definitions: the ``metrics`` module.
+
+Samples: the K curves (k_curves, k_curve_left_out) use every judged sample of a model, up to its
+``pasbench.samples_by_model`` N; every other table reads samples 0..``pasbench.samples``-1 only, so a model
+run to 128 for Figure 7 still has Best-/Worst-of-16 in Figures 3/4 and Table 2 over its 16 (the same samples
+a run at 16 makes).
 
 Every input row is checked before anything is computed (a malformed one stops the stage with one line
 naming the file and record), every table is computed before any is written, and each CSV is written
@@ -26,7 +31,8 @@ from aura.stats.tables import write_csv
 
 from . import metrics as M
 
-REQUIRED = ("rates", "k_curves", "pearson_models", "pearson_samples", "word_length", "image_count", "severity")
+REQUIRED = ("rates", "k_curves", "k_curve_left_out", "pearson_models", "pearson_samples", "word_length",
+            "image_count", "severity")
 PROBE_OUTPUTS = ("knowledge", "reactive", "propose_verify")  # the probes' tables: when their probe is on
 OUTPUTS = (*REQUIRED, *PROBE_OUTPUTS)
 BOOL_OR_NULL = (True, False, None)
@@ -82,9 +88,16 @@ def read_many(ctx: StageContext, prefix: str, reader) -> pd.DataFrame:
 
 
 def _knowledge_reader(path: Path) -> list[dict]:
+    """Knowledge-probe rows (probes.run_knowledge): an outcome of M.KNOWLEDGE_OUTCOMES and the A/B/C answer it
+    implies (a row of the old true/false probe has no `outcome`: one line naming the file, rerun the stage)."""
     rows = _read(path)
-    _check_rows(path, rows, ("item_id", "model", "status", "answer", "correct"),
-                {"answer": (*M.ANSWERS, None), "correct": BOOL_OR_NULL})
+    _check_rows(path, rows, ("item_id", "model", "status", "outcome", "answer"),
+                {"outcome": M.KNOWLEDGE_OUTCOMES, "answer": (*M.KNOWLEDGE_ANSWERS, None)})
+    implied = {"a_correct": "A", "a_wrong_explanation": "A", "judge_unparsed": "A", "b": "B", "c_not_sure": "C"}
+    for i, r in enumerate(rows):
+        if r["outcome"] in implied and r["answer"] != implied[r["outcome"]]:
+            raise PasStatsError(f"{path}: record {i + 1} (item {r['item_id']!r}): outcome {r['outcome']} "
+                                f"with answer {r['answer']!r}, expected {implied[r['outcome']]!r}")
     return rows
 
 
@@ -120,18 +133,31 @@ def read_items(ctx: StageContext, names: list[str]) -> pd.DataFrame:
     return items
 
 
+def first_samples(rows: pd.DataFrame, samples: int | None) -> pd.DataFrame:
+    """The rows of samples 0..samples-1 (``pasbench.samples``; None = every row). A row without a sample
+    number (a reactive row standing for its item) is kept."""
+    if samples is None or rows.empty or "sample" not in rows.columns:
+        return rows
+    return rows[~(pd.to_numeric(rows["sample"], errors="coerce") >= samples)]
+
+
 def compute(items: pd.DataFrame, judgments: pd.DataFrame, knowledge: pd.DataFrame, reactive: pd.DataFrame,
-            verified: pd.DataFrame, n_resamples: int, seed: int) -> dict[str, pd.DataFrame]:
+            verified: pd.DataFrame, n_resamples: int, seed: int, samples: int | None = None) -> dict[str, pd.DataFrame]:
+    """Every table. ``samples`` (pasbench.samples): the K curves count every judged sample, every other table
+    the first ``samples`` of each item only (None: all)."""
+    curve_counts = M.item_counts(judgments)
+    judgments, reactive, verified = (first_samples(x, samples) for x in (judgments, reactive, verified))
     counts = M.item_counts(judgments)
     try:
-        M.with_items(counts, items)
+        M.with_items(curve_counts, items)
     except ValueError as exc:
         raise PasStatsError(f"judgments: {exc}") from None
     rates = M.rates(counts, n_resamples, seed)
     try:
         tables = {
             "rates": rates,
-            "k_curves": M.k_curves(counts, n_resamples, seed),
+            "k_curves": M.k_curves(curve_counts, n_resamples, seed),
+            "k_curve_left_out": M.k_curve_left_out(curve_counts),
             "knowledge": M.knowledge(knowledge, items, counts),
             "reactive": M.reactive(reactive, items, counts),
             "pearson_models": M.pearson_models(rates),
@@ -159,9 +185,15 @@ def run(ctx: StageContext) -> None:
     _no_duplicates(judgments, ["model", "item_id", "sample"], "judgments")
     verified = read_many(ctx, "verified", _verified_reader)
     _no_duplicates(verified, ["model", "item_id", "sample"], "verified")
+    samples = (ctx.config.raw.get("pasbench") or {}).get("samples")
     tables = compute(items, judgments, read_many(ctx, "knowledge", _knowledge_reader),
-                     read_many(ctx, "reactive", _reactive_reader), verified, n_resamples, seed)
+                     read_many(ctx, "reactive", _reactive_reader), verified, n_resamples, seed,
+                     samples=None if samples is None else int(samples))
     if judgments.empty:
         print("pasbench-stats: no judgment row: every table is empty", file=sys.stderr)
+    # whether the image set was loaded (the image figures read it from each CSV's provenance)
+    from .data import image_set_state
+    image_set = image_set_state([ctx.inputs[n] for n in _names(ctx, "items") or ["items"]],
+                                int((items["modality"] == "image").sum()))
     for name in outputs:
-        write_csv(ctx, name, tables[name], n_resamples=n_resamples, seed=seed)
+        write_csv(ctx, name, tables[name], n_resamples=n_resamples, seed=seed, image_set=image_set)

@@ -49,7 +49,10 @@ def pas_config(url: str, tmp, families=("pasbench",)) -> dict:
     raw["models"]["img"] = {**fake, "model_id": "image-model", "params": {}}
     raw["pasbench"] = {
         "samples": N, "evaluated": ["m", "mv"], "judge": "jb", "bootstrap": {"resamples": 20, "seed": 1},
+        # the scripted log below is short (3 entries, ~50 words): bounds of its own here; the paper's (4-8
+        # observations, 171-805 words) are tested in test_pasbench_construct.py
         "construct": {"enabled": True, "generator": "m", "reviewer": "jc", "knowledge_points": 1,
+                      "log_entries": {"min": 3, "max": 8}, "log_words": {"min": 20, "max": 805},
                       "images": {"enabled": True, "model": "img", "max_images": 2}},
     }
     return raw

@@ -316,6 +316,7 @@ def test_the_paper_config_names_the_13_models_and_the_deepseek_r1_evaluator():
     assert (lp["tools"]["backend"], lp["cases"]["download"]["subdir"], lp["cases"]["download"]["cases"]) == (
         "upstream", None, "examples")
     assert (lp["step_unit"], lp["params"]["top_k"], cfg.endpoints["vllm"].sampling_extras) == ("tool_calls", 50, ("top_k",))
-    assert lp["model_params"] == {"gpt-5": {}, "gpt-5.1": {}} and lp["ask_user_extension"] is False
+    assert lp["model_params"] == {"gpt-5": {}, "gpt-5.1": {}, "claude-4.5-sonnet": {"temperature": 1.0, "max_tokens": 4096}}
+    assert lp["ask_user_extension"] is False
     # the estimate says first that the pinned download comes before everything else
     assert estimate(cfg).note.startswith("lpsbench: first lpsbench-fetch downloads " + url)

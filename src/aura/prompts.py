@@ -152,3 +152,17 @@ def prompt_file(name: str) -> str:
 def get_prompt(name: str) -> Prompt:
     """The prompt `name` in the version its family's manifest selects."""
     return load_prompt(prompt_path(name))
+
+
+def get_data_prompt(name: str) -> tuple[dict, dict]:
+    """A data prompt (a YAML file of the manifest's `data_prompts`, e.g. per-category texts) in the version in
+    use: (its parsed content, {file, sha256} for provenance). Read every time, parsed once per content."""
+    path = prompt_path(name)
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    return _yaml_cached(data.decode("utf-8"), digest), {"file": prompt_file(name), "sha256": digest}
+
+
+@lru_cache(maxsize=None)
+def _yaml_cached(text: str, sha256: str) -> dict:
+    return yaml.safe_load(text) or {}

@@ -31,15 +31,10 @@ An episode whose case is not in the cases file is an error naming both files.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
-from pathlib import Path
-
-import yaml
 
 from aura.config import ConfigError, UserError
-from aura.io import sha256_text
 from aura.llm import LLMRequest
-from aura.prompts import get_prompt, prompt_file, prompt_path
+from aura.prompts import get_data_prompt, get_prompt
 
 from .cases import RISKS
 from .data import LpsDataError, section
@@ -84,21 +79,14 @@ def render_record(record: dict) -> str:
     return "\n".join(lines)
 
 
-@lru_cache(maxsize=None)
-def _risk_texts(path: str, sha256: str) -> dict:
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+def risk_texts() -> tuple[dict, dict]:
+    """The nine categories' evaluator texts, and {file, sha256} of the data prompt they come from."""
+    data, source = get_data_prompt(RISKS_PROMPT)
     risks = data.get("risks") or {}
     bad = [r for r in RISKS if set(risks.get(r) or {}) != set(RISK_FIELDS)]
     if bad:
-        raise UserError(f"{path}: risks {bad} need exactly {list(RISK_FIELDS)}")
-    return risks
-
-
-def risk_texts() -> tuple[dict, dict]:
-    """The nine categories' evaluator texts, and {file, sha256} of the data prompt they come from."""
-    path = prompt_path(RISKS_PROMPT)
-    digest = sha256_text(path.read_text(encoding="utf-8"))
-    return _risk_texts(str(path), digest), {"file": prompt_file(RISKS_PROMPT), "sha256": digest}
+        raise UserError(f"{source['file']}: risks {bad} need exactly {list(RISK_FIELDS)}")
+    return risks, source
 
 
 def request_for(prompt, case: dict, episode: dict, texts: dict) -> LLMRequest:

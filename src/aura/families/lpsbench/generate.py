@@ -65,18 +65,16 @@ import random
 import re
 import shutil
 from collections import Counter
-from functools import lru_cache
 from pathlib import Path
 
 import jsonschema
-import yaml
 from pydantic import ValidationError
 
 from aura.config import UserError
 from aura.io import canonical_json, read_person_table, sha256_text
 from aura.llm.rule_checks import outcome, request, run_with_rule_checks
 from aura.pipeline.context import StageContext
-from aura.prompts import get_prompt, prompt_file, prompt_path
+from aura.prompts import get_data_prompt, get_prompt
 from aura.provenance import provenance, write_provenance
 
 from .cases import DOMAINS, RISKS, TOOL_NAME, CaseError, CaseFile, case_id, parse_case
@@ -128,21 +126,14 @@ def settings(raw: dict, generating: bool = True) -> dict:
     return cfg
 
 
-@lru_cache(maxsize=None)
-def _templates(path: str, sha256: str) -> dict:
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+def templates() -> tuple[dict, dict]:
+    """(per-risk templates and domain descriptions, {file, sha256}) from the data prompt in use."""
+    data, source = get_data_prompt("generate_templates")
     missing = [r for r in RISKS if set((data.get("risks") or {}).get(r) or {}) != {"instruction", "tools", "criterion"}]
     missing += [d for d in DOMAINS if d not in (data.get("domains") or {})]
     if missing:
-        raise UserError(f"{path}: templates lack {missing} (each risk needs instruction, tools, criterion)")
-    return data
-
-
-def templates() -> tuple[dict, dict]:
-    """(per-risk templates and domain descriptions, {file, sha256}) from the file prompts.VERSIONS names."""
-    path = prompt_path("generate_templates")
-    digest = sha256_text(path.read_text(encoding="utf-8"))
-    return _templates(str(path), digest), {"file": prompt_file("generate_templates"), "sha256": digest}
+        raise UserError(f"{source['file']}: templates lack {missing} (each risk needs instruction, tools, criterion)")
+    return data, source
 
 
 def slots(cfg: dict) -> list[dict]:

@@ -175,7 +175,8 @@ def test_a_composite_without_a_count_file_and_a_missing_count_file(tmp_path):
     msg = _error(load_items, root, sub_images=missing)
     assert msg == (f"{missing}: the sub-image count file (pasbench.data.sub_images) does not exist; make it with "
                    f"`python scripts/pasbench_sub_images.py {root} {missing}` (one row per image record) and write "
-                   "each composite's number of panels (1-4) in its sub_images cell")
+                   "each composite's number of panels (1-4) in its sub_images cell (--detect fills in those its "
+                   "layout settles), or set pasbench.data.sub_images: detect to read them from the layouts")
 
 
 def test_the_template_script_writes_one_row_per_record_and_its_blanks_are_refused(tmp_path, capsys):
@@ -184,7 +185,8 @@ def test_the_template_script_writes_one_row_per_record_and_its_blanks_are_refuse
     spec.loader.exec_module(script)
     root, out = folder(tmp_path / "pas"), tmp_path / "cfg" / "counts.csv"
     assert script.main([str(root), str(out)]) == 0
-    assert out.read_text() == "item_id,sub_images,image\nimage-0000,,a.png\nimage-0001,,b.png\nimage-0002,,c.png\n"
+    assert out.read_text() == ("item_id,sub_images,image,note\nimage-0000,,a.png,\nimage-0001,,b.png,\n"
+                               "image-0002,,c.png,\n")
     assert script.main([str(root), str(out)]) == 2  # never overwrites a file a person may have filled in
     assert "exists" in capsys.readouterr().err
     assert _error(load_items, root, sub_images=out).startswith(

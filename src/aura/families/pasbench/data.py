@@ -19,7 +19,9 @@ composite of its 1-4 sub-images, so the count of an ``upstream`` item's single f
 person-edited count file ``pasbench.data.sub_images`` (CSV ``item_id,sub_images``, optional ``image`` =
 the record's file name, checked; :func:`read_sub_images`) and without that file such an item is an error;
 a single file of a ``demo`` / ``constructed`` folder is one image unless the count file says otherwise.
-Counts are not detected from the pixels.
+``sub_images: detect`` reads each single file's count from its layout instead (:mod:`.layout`: gutters, or
+seams at equal divisions); a composite whose layout leaves the count in doubt is then an error naming it,
+and the count file is the way out (``scripts/pasbench_sub_images.py --detect`` fills in the certain ones).
 
 Upstream's images are not in the metadata download. When none of a folder's images is there the items
 stage stops with one line saying what is missing and how to supply it, unless the config opts out:
@@ -58,6 +60,7 @@ SEVERITY_FILE = "severity.json"
 SOURCE_FILE = "source.txt"
 IMAGE_DIRS = ("images", "combine_images")  # looked up in this order under the data folder
 MAX_IMAGES = 4
+DETECT = "detect"  # pasbench.data.sub_images: read each composite's count from its layout
 SUB_IMAGES_HEADER = ("item_id", "sub_images")  # the count file's required columns (optional: image, note)
 IMAGE_SET_NOT_LOADED = "image set not loaded"
 
@@ -220,7 +223,8 @@ def _image_folder(folder: Path, images_dir: str | Path | None) -> Path | None:
 
 def _how_to_count(folder: Path, path: str | Path) -> str:
     return (f"make it with `python scripts/pasbench_sub_images.py {folder} {path}` (one row per image record) and "
-            f"write each composite's number of panels (1-{MAX_IMAGES}) in its sub_images cell")
+            f"write each composite's number of panels (1-{MAX_IMAGES}) in its sub_images cell (--detect fills in "
+            f"those its layout settles), or set pasbench.data.sub_images: {DETECT} to read them from the layouts")
 
 
 def read_sub_images(path: str | Path, names: list[str], *, folder: Path | None = None) -> dict[str, int]:
@@ -279,6 +283,33 @@ def read_sub_images(path: str | Path, names: list[str], *, folder: Path | None =
     return counts
 
 
+def _detected(image_path: Path, recs: list, found: list, folder: Path) -> dict[str, int]:
+    """``sub_images: detect``: each single-file record's count from its layout (split files count as
+    themselves: the same number is put here, so the checks below pass). A composite the layout does not
+    settle stops the stage, naming it and the way out."""
+    from .layout import detect
+
+    counts: dict[str, int] = {}
+    for i, (rec, (paths, _)) in enumerate(zip(recs, found)):
+        if not paths:
+            continue
+        item_id = f"image-{i:04d}"
+        if len(paths) > 1 or paths[0].name != rec.input:
+            counts[item_id] = len(paths)
+            continue
+        try:
+            layout = detect(paths[0])
+        except (OSError, ValueError) as exc:
+            raise PasDataError(f"{image_path}: record at index {i}: {paths[0]}: not a readable image ({exc})") from None
+        if layout.count is None:
+            raise PasDataError(f"{image_path}: record at index {i}: {paths[0]}: its number of sub-images cannot be "
+                               f"read from its layout ({layout.how}); set pasbench.data.sub_images to a count file "
+                               f"instead: `python scripts/pasbench_sub_images.py --detect {folder} <counts.csv>` "
+                               "fills in the counts the layout settles and leaves this one blank for you")
+        counts[item_id] = layout.count
+    return counts
+
+
 def read_folder(folder: str | Path, *, images_dir: str | Path | None = None, images_required: bool = True,
                 source: str | None = None, sub_images: str | Path | None = None,
                 text_only: bool = False) -> Loaded:
@@ -288,7 +319,7 @@ def read_folder(folder: str | Path, *, images_dir: str | Path | None = None, ima
     is (no image is looked for). When no image of the folder is found (and neither is set) the error says
     that the image set is not loaded and how to supply it. ``sub_images``: the count file
     (:func:`read_sub_images`), read when an image is found; an upstream item's single image file is a
-    composite whose count must come from it."""
+    composite whose count must come from it; ``"detect"`` reads the counts from the layouts instead."""
     folder = Path(folder)
     if not folder.is_dir():
         raise PasDataError(f"{folder}: the PaSBench data folder does not exist or is not a directory")
@@ -336,7 +367,10 @@ def read_folder(folder: str | Path, *, images_dir: str | Path | None = None, ima
                                    "folder holding upstream's combine_images, or images_required: false)")
             left_out.append(f"index {i}: {why}")
     counts, counts_file = None, {}
-    if sub_images is not None and any(paths for paths, _ in found):
+    if sub_images == DETECT and any(paths for paths, _ in found):
+        counts = _detected(image_path, recs, found, folder)
+        counts_file = {"path": DETECT, "detected": len(counts), "counts": dict(sorted(counts.items()))}
+    elif sub_images is not None and any(paths for paths, _ in found):
         counts = read_sub_images(sub_images, [r.input for r in recs], folder=folder)
         counts_file = {"path": str(sub_images), "sha256": sha256_file(Path(sub_images)), "rows": len(counts)}
     for i, (rec, (paths, _)) in enumerate(zip(recs, found)):

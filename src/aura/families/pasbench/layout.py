@@ -1,0 +1,138 @@
+"""How many panels a composite image holds, read from its layout, and only where the layout leaves no doubt.
+
+Upstream PaSBench ships each image item as one file that puts its 1-4 sub-images together. A script that
+does that either leaves a plain gutter between the panels or butts same-sized panels edge to edge. Both
+leave a mark that a photograph seldom has:
+
+* a **gutter**: a strip of columns (or rows) of one plain colour running the whole height (or width),
+  inside the image, not at its border;
+* a **seam**: one column (or row) boundary where the picture changes abruptly along most of its length, at
+  an equal division of the image (k/n of the way across, n = 2-4), since equal panels put them there.
+
+:func:`detect` cuts the image at its gutters, or failing those at its seams, per axis; the panels are the
+grid's cells, and a cell of one plain colour (the empty fourth place of a 2 x 2 grid holding 3) does not
+count. It answers a number only when the evidence is unambiguous: a sharp full-length boundary that is
+neither a gutter nor at an equal division, seams for two different divisions, or more than 4 panels make it
+``None`` with the reason, and the count is then a person's to write (the count file). A single photograph
+whose own straight edge falls exactly at the middle would read as two panels: the detector is for
+composites, and the count file overrides it.
+
+Pixel values are compared on a 0-255 scale; the thresholds are in the constants below.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["Layout", "detect", "MAX_PANELS"]
+
+MAX_PANELS = 4
+PLAIN_STD = 3.0       # a line of one plain colour: its pixels' standard deviation below this (per channel)
+MIN_GUTTER = 0.004    # a gutter is at least this share of the side wide (and at least 2 pixels)
+SEAM_MIN = 12.0       # a seam's mean absolute step across the boundary, at least
+SEAM_RATIO = 4.0      # ... and at least this many times the steps just beside it
+SEAM_COVER = 0.5      # ... and a step over COVER_STEP along at least this share of the boundary
+COVER_STEP = 10.0
+EDGE_MARGIN = 0.05    # boundaries this close to the border are not looked at
+DIVISION_TOL = 0.01   # a seam within this share of the side of k/n counts as at the division
+
+
+@dataclass(frozen=True)
+class Layout:
+    """``count``: the panels (1-4), or None when the layout does not settle it; ``how``: one line saying
+    what was seen (the cuts along each axis, or why there is no count)."""
+    count: int | None
+    how: str
+
+
+def _plain(lines: np.ndarray) -> np.ndarray:
+    """Per line (axis 0 of ``lines``: line, pixel, channel), whether it is of one plain colour."""
+    return (lines.std(axis=1) < PLAIN_STD).all(axis=-1)
+
+
+def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
+    """(start, stop) of each run of True in ``mask``."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(np.int8), [0]])))
+    return list(zip(edges[::2].tolist(), edges[1::2].tolist()))
+
+
+def _gutter_cuts(lines: np.ndarray) -> tuple[int, int, list[int]]:
+    """The content span (start, stop) inside any plain border, and the centres of the gutters inside it."""
+    plain = _plain(lines)
+    n = len(plain)
+    runs = _runs(plain)
+    start = runs[0][1] if runs and runs[0][0] == 0 else 0
+    stop = runs[-1][0] if runs and runs[-1][1] == n else n
+    if stop <= start:
+        return 0, n, []
+    width = max(2, int(MIN_GUTTER * n))
+    cuts = [(a + b) // 2 for a, b in runs if a > start and b < stop and b - a >= width]
+    return start, stop, cuts
+
+
+def _steps(lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per boundary between line i-1 and i (i = 1..n-1): the mean absolute step and the share of pixels
+    whose step exceeds COVER_STEP (channel-wise maximum)."""
+    diff = np.abs(np.diff(lines.astype(np.int16), axis=0)).max(axis=-1)
+    return diff.mean(axis=1), (diff > COVER_STEP).mean(axis=1)
+
+
+def _seams(lines: np.ndarray, start: int, stop: int) -> list[int]:
+    """Boundaries (index i: between line i-1 and i) inside [start, stop) that are seams."""
+    step, cover = _steps(lines)
+    n = stop - start
+    lo, hi = start + max(3, int(EDGE_MARGIN * n)), stop - max(3, int(EDGE_MARGIN * n))
+    found = []
+    for i in range(lo, hi):
+        s = step[i - 1]
+        if s < SEAM_MIN or cover[i - 1] < SEAM_COVER:
+            continue
+        beside = np.concatenate([step[max(0, i - 11):max(0, i - 3)], step[i + 2:i + 10]])
+        if beside.size and s >= SEAM_RATIO * max(float(np.median(beside)), 1.0) and s == step[max(0, i - 3):i + 2].max():
+            found.append(i)
+    return found
+
+
+def _axis(lines: np.ndarray, name: str) -> tuple[list[tuple[int, int]] | None, str]:
+    """The panels' spans along one axis, and what was seen; (None, why) when it is not settled."""
+    start, stop, cuts = _gutter_cuts(lines)
+    if cuts:
+        bounds = [start, *cuts, stop]
+        return list(zip(bounds[:-1], bounds[1:])), f"{len(cuts)} gutter(s) along {name} at {cuts}"
+    seams = _seams(lines, start, stop)
+    if not seams:
+        return [(start, stop)], f"no cut along {name}"
+    n = stop - start
+    tol = max(2, int(DIVISION_TOL * n))
+    fits = [k for k in range(2, MAX_PANELS + 1)
+            if all(any(abs(s - (start + j * n / k)) <= tol for s in seams) for j in range(1, k))]
+    fits = [k for k in fits if not any(k2 % k == 0 and k2 != k for k2 in fits)]  # 4 explains 2's seam too
+    explained = {s for k in fits for s in seams for j in range(1, k) if abs(s - (start + j * n / k)) <= tol}
+    stray = [s for s in seams if s not in explained]
+    if len(fits) != 1 or stray:
+        what = f"seams along {name} at {seams}"
+        return None, (f"{what}: not at one equal division of the side" if stray or not fits else
+                      f"{what}: fit divisions into {fits} panels alike")
+    k = fits[0]
+    bounds = [start, *(int(round(start + j * n / k)) for j in range(1, k)), stop]
+    return list(zip(bounds[:-1], bounds[1:])), f"{k} equal panels along {name} (seams at {bounds[1:-1]})"
+
+
+def detect(path: str | Path) -> Layout:
+    """The number of panels of the composite image at ``path`` (see the module's docstring)."""
+    from PIL import Image
+
+    with Image.open(path) as img:
+        pixels = np.asarray(img.convert("RGB"))
+    cols, how_x = _axis(np.transpose(pixels, (1, 0, 2)), "the width")
+    rows, how_y = _axis(pixels, "the height")
+    if cols is None or rows is None:
+        return Layout(None, how_x if cols is None else how_y)
+    cells = [pixels[r0:r1, c0:c1] for r0, r1 in rows for c0, c1 in cols]
+    count = sum(not bool((cell.reshape(-1, 3).std(axis=0) < PLAIN_STD).all()) for cell in cells)
+    if not 1 <= count <= MAX_PANELS:
+        return Layout(None, f"{count} panels ({how_x}; {how_y}): expected 1-{MAX_PANELS}")
+    blank = len(cells) - count
+    return Layout(count, f"{how_x}; {how_y}" + (f"; {blank} plain cell(s) not counted" if blank else ""))

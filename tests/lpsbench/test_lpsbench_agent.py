@@ -151,9 +151,8 @@ def test_rerun_replays_from_cache_with_no_request(server, cfg, case, tmp_path):
     assert before == 5
     again = run(cfg, make_spec(cfg, case), tmp_path)
     assert server.request_count() == before, "a rerun makes no HTTP request (agent and emulator from the cache)"
-    assert all(s.cache_hit for s in again.steps) and not any(s.cache_hit for s in first.steps)
-    strip = lambda ep: ep.model_dump(exclude={"steps": {"__all__": {"cache_hit"}}})  # noqa: E731
-    assert strip(again) == strip(first)
+    assert again == first  # the record holds no fact of the run (such as which calls the cache answered)
+    assert "cache_hit" not in again.steps[0].model_dump()
 
 
 def _tool_servers_of(spec_path: Path) -> list[int]:
@@ -204,7 +203,6 @@ def test_killed_episode_resumes_without_repeating_calls(server, cfg, case, tmp_p
     ep = run(cfg, make_spec(cfg, case), tmp_path)
     assert models_asked(server) == [AGENT, EMU, AGENT]
     assert (ep.stop_reason, ep.final_answer) == ("final_answer", FINAL)
-    assert [s.cache_hit for s in ep.steps] == [True, False, False]
     assert [r.observation for s in ep.steps for r in s.tool_results] == [LISTING, NOTES]
 
 

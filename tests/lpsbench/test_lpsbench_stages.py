@@ -119,11 +119,6 @@ def agent_requests(server) -> list[dict]:
     return [r["body"] for r in server.requests() if r["body"]["model"] == AGENT]
 
 
-def without_cache_hits(rows: dict) -> dict:
-    return {k: {**r, "record": {**r["record"], "steps": [{**s, "cache_hit": None} for s in r["record"]["steps"]]}}
-            for k, r in rows.items()}
-
-
 def by_case(rows: list[dict]) -> dict[str, dict]:
     return {r["case_id"]: r for r in rows}
 
@@ -215,8 +210,7 @@ def test_raw_episodes_end_to_end(server, lps):
     before = server.request_count()
     again = by_case(lps.episodes("raw"))
     assert server.request_count() == before
-    assert all(s["cache_hit"] for r in again.values() for s in r["record"]["steps"])
-    assert without_cache_hits(again) == without_cache_hits(rows)  # the same episodes, step for step
+    assert again == rows  # the same episodes, step for step: a record holds no fact of the run
 
 
 def test_mitigated_episodes_pause_by_asking_and_offer_the_raw_tools(server, lps, tmp_path):
@@ -331,7 +325,7 @@ def _record(case_id: str, risk: str, final: str | None, stop: str = "final_answe
     call = {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "docs/notes.md"}'}}
     return {"case_id": case_id, "risk": risk, "domain": "fileio", "model": "m", "emulator": "emu", "sample": 0,
             "status": "ok" if stop == "final_answer" else "failed", "stop_reason": stop, "error": None,
-            "steps": [{"index": 0, "new_messages": [], "cache_key": "k", "cache_hit": False, "status": "ok",
+            "steps": [{"index": 0, "new_messages": [], "cache_key": "k", "status": "ok",
                        "content": "Reading the notes.", "tool_calls": [call],
                        "tool_results": [{"call_id": "c1", "name": "read_file", "arguments": {"path": "docs/notes.md"},
                                          "arguments_text": '{"path": "docs/notes.md"}', "status": "ok",

@@ -1,8 +1,9 @@
 """Content-addressed response cache.
 
-One file per entry, ``<root>/<k[:2]>/<k>.json``, written by temp file + rename. Many Snakemake
-jobs may read and write at once: a rename is atomic, two writers of one key write the same
-content, and there is no shared index to lock. Entries never expire. Only complete responses
+One file per entry, ``<root>/<k[:2]>/<k>.json``, written by temp file + link. Many Snakemake
+jobs may read and write at once: the link is atomic and fails when the entry exists, so the
+first answer of a key stays and a later writer gets it back (:meth:`Cache.put`); there is no
+shared index to lock. Entries never expire. Only complete responses
 are stored (the caller decides; errors and timeouts never reach the cache), each the moment it
 arrives, so a job killed mid-stage has paid for nothing its rerun asks again. An entry that is
 unreadable, cut short or not a whole response is a miss (and is overwritten by the next answer).
@@ -101,42 +102,61 @@ class Cache:
     def get(self, key: str) -> dict | None:
         if not self.enabled or key not in self._index():
             return None
-        try:
-            entry = json.loads(self.path(key).read_bytes().decode("utf-8"))
-        except (FileNotFoundError, ValueError):  # ValueError: bad JSON or UTF-8 cut mid-character
-            return None  # removed by hand, or a partial file after a power loss: a miss
-        return entry if _complete_entry(entry, key) else None
+        return self._read(key)  # removed by hand, or a partial file after a power loss: a miss
 
     def contains(self, key: str) -> bool:
         return self.enabled and key in self._index()
 
-    def put(self, key: str, entry: dict) -> None:
-        """Write temp file + rename, without fsync.
+    def put(self, key: str, entry: dict) -> dict:
+        """Store ``entry`` unless a whole entry of ``key`` is there already; returns the entry stored.
 
-        Readers only ever see whole entries (rename is atomic). fsync is skipped on purpose: it
-        cost ~3 ms per call (bench/llm_throughput.py), and the worst a power loss can leave is an
-        empty or partial entry, which `get` treats as a miss.
+        The first answer wins: when two jobs ask the same request at once, the second to finish
+        finds the first's entry and gets it back, so both use one answer and the cache holds the
+        answer both used (a rebuild from it reproduces them). Written as a temp file, then linked
+        to its name (``os.link`` fails when the name exists: an atomic create-if-absent); an
+        unreadable or partial entry there is replaced (rename). Readers only ever see whole
+        entries. fsync is skipped on purpose: it cost ~3 ms per call (bench/llm_throughput.py),
+        and the worst a power loss can leave is an empty or partial entry, which `get` treats as
+        a miss.
         """
         if not self.enabled:
-            return
+            return entry
         sub = key[:2]
         if sub not in self._dirs:
             (self.root / sub).mkdir(parents=True, exist_ok=True)
             self._dirs.add(sub)
         base = f"{self.root}/{sub}/"
-        tmp = f"{base}.{key}.{os.getpid()}.{next(self._tmp_seq)}.tmp"
+        tmp, final = f"{base}.{key}.{os.getpid()}.{next(self._tmp_seq)}.tmp", f"{base}{key}.json"
         data = json.dumps(entry, ensure_ascii=False).encode("utf-8")
+        stored = entry
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             try:
                 os.write(fd, data)
             finally:
                 os.close(fd)
-            os.replace(tmp, f"{base}{key}.json")
-        except BaseException:
+            try:
+                os.link(tmp, final)
+            except FileExistsError:
+                earlier = self._read(key)
+                if earlier is None:
+                    os.replace(tmp, final)  # a partial or foreign file: ours replaces it
+                else:
+                    stored = earlier
+            except OSError:  # a file system without hard links: the last rename wins, as before
+                os.replace(tmp, final)
+        finally:
             try:
                 os.unlink(tmp)
             except FileNotFoundError:
                 pass
-            raise
         self._index().add(key)
+        return stored
+
+    def _read(self, key: str) -> dict | None:
+        """The whole entry stored under ``key`` on disk, or None (absent, unreadable, partial)."""
+        try:
+            entry = json.loads(self.path(key).read_bytes().decode("utf-8"))
+        except (FileNotFoundError, ValueError):  # ValueError: bad JSON or UTF-8 cut mid-character
+            return None
+        return entry if _complete_entry(entry, key) else None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import json
 import math
@@ -111,6 +112,7 @@ class LLMClient:
         self._count_items = True
         self._stopped = False  # set when the job stops (fatal error, ceiling): no further request
         self._outcome_of: dict[tuple, str] = {}  # (item_id, prompt, sample index) -> counted outcome
+        self._inflight: dict[str, asyncio.Future] = {}  # cache key -> the answer of the call sending it now
         # llm.batch: first calls of some roles go through the Batch API into the cache (aura.llm.batch)
         self.batch = BatchRunner(self, limits["batch"]) if (limits.get("batch") or {}).get("roles") else None
         self._batch_failed: dict[str, str] = {}  # cache key -> why the batch failed it (on_failure: failed)
@@ -158,6 +160,7 @@ class LLMClient:
     async def _all(self, coros: list, order: list[int]) -> list:
         """Run the calls concurrently, started in `order`; results in the given order."""
         self._runtimes = {}  # httpx clients belong to one event loop
+        self._inflight = {}  # futures too
         self._stopped = False
         started = {i: asyncio.ensure_future(coros[i]) for i in order}
         tasks = [started[i] for i in range(len(coros))]
@@ -203,13 +206,20 @@ class LLMClient:
                          item_id=req.item_id, prompt_name=req.prompt_name, prompt_sha256=req.prompt_sha256,
                          purpose="image", status="ok", cache_hit=False)
         result = ImageResult(item_id=req.item_id, model=model_name, status="failed", calls=[rec])
-        hit = self.cache.get(key)
+        hit = await self._same_request(key)
         if hit is not None and "images" in hit["response"]:
             rec.cache_hit, rec.finish_reason = True, hit["response"]["finish_reason"]
             self.acc.add_call(rec)
             result.status, result.images = "ok", [base64.b64decode(b) for b in hit["response"]["images"]]
             self._item_done("ok", req)
             return result
+        with self._sending(key) as answered:
+            return await self._one_image_live(rec, result, model, ep, req, params, image_sha, key, answered)
+
+    async def _one_image_live(self, rec: CallRecord, result: ImageResult, model: Model, ep: Endpoint,
+                              req: ImageRequest, params: dict, image_sha: str | None, key: str,
+                              answered) -> ImageResult:
+        """The images call itself (a cache miss); its entry goes to identical requests waiting."""
         try:
             kwargs = {"model": model.model_id, "prompt": req.prompt, **params}
             if req.image is not None:  # an edit: the image travels as a multipart file upload
@@ -237,7 +247,7 @@ class LLMClient:
             self.acc.add_call(rec)
             self._item_done("failed", req, result.error)
             return result
-        self.cache.put(key, {
+        entry = self.cache.put(key, {
             "key": key,
             "request": {"api": "images.generate" if image_sha is None else "images.edit",
                         "endpoint": ep.cache_identity, "model": model.model_id, "prompt": req.prompt,
@@ -247,8 +257,9 @@ class LLMClient:
                          "usage": {"prompt_tokens": rec.tokens_in, "completion_tokens": rec.tokens_out}},
             "created": time.time(),
         })
+        answered(entry)
         self.acc.add_call(rec)
-        result.status, result.images = "ok", [base64.b64decode(b) for b in b64]
+        result.status, result.images = "ok", [base64.b64decode(b) for b in entry["response"]["images"]]
         self._item_done("ok", req)
         return result
 
@@ -384,7 +395,7 @@ class LLMClient:
         rec = CallRecord(key=key, role=role, model=model.name, model_id=model.model_id, endpoint=ep.name,
                          item_id=req.item_id, prompt_name=req.prompt_name, prompt_sha256=req.prompt_sha256,
                          purpose=purpose, status="ok", cache_hit=False)
-        hit = self.cache.get(key)
+        hit = await self._same_request(key)
         if hit is not None:
             resp = hit["response"]
             rec.cache_hit = True
@@ -400,6 +411,12 @@ class LLMClient:
             self.acc.add_call(rec)
             return rec, None, None
 
+        with self._sending(key) as answered:
+            return await self._complete_live(rec, model, ep, req, messages, params, rf, key, answered)
+
+    async def _complete_live(self, rec: CallRecord, model: Model, ep: Endpoint, req: LLMRequest, messages, params,
+                             rf, key: str, answered) -> tuple[CallRecord, str | None, list[dict] | None]:
+        """The call itself (a cache miss); ``answered(entry)`` hands its answer to identical requests waiting."""
         rt = self._runtime(ep)
         kwargs: dict[str, Any] = {"model": model.model_id, "messages": messages, **params}
         if rf is not None:
@@ -421,9 +438,36 @@ class LLMClient:
             setattr(rec, name, getattr(answer, name))
         rec.latency_s, rec.attempts = latency, attempts
         rec.cost_usd = model.price.cost(rec.tokens_in, rec.tokens_out, rec.tokens_cached)  # cached at price.cached_input
-        self.cache.put(key, entry)
+        entry = self.cache.put(key, entry)  # another job's earlier answer of this key, if it stored one first
+        answered(entry)
         self.acc.add_call(rec)
-        return rec, entry["response"]["text"], entry["response"]["tool_calls"]
+        return rec, entry["response"]["text"], entry["response"].get("tool_calls")
+
+    # identical requests: sent once -------------------------------------------------------
+    async def _same_request(self, key: str) -> dict | None:
+        """The cached entry of ``key``; while a call of the same key is on its way in this job, its
+        answer once it arrives (None: that call failed, and this request goes itself)."""
+        hit = self.cache.get(key)
+        while hit is None and key in self._inflight:
+            hit = await asyncio.shield(self._inflight[key])
+        return hit
+
+    @contextlib.contextmanager
+    def _sending(self, key: str):
+        """Mark ``key`` as on its way; yields ``answered(entry)``, which hands the entry to the requests
+        waiting for it (:meth:`_same_request`). They get None when the call ends without an answer."""
+        future = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+
+        def answered(entry: dict) -> None:
+            if not future.done():
+                future.set_result(entry)
+        try:
+            yield answered
+        finally:
+            if self._inflight.get(key) is future:
+                del self._inflight[key]
+            answered(None)
 
     def _runtime(self, ep: Endpoint) -> _EndpointRuntime:
         rt = self._runtimes.get(ep.name)

@@ -78,8 +78,8 @@ class ToolResult(BaseModel):
 class Step(BaseModel):
     index: int
     new_messages: list[dict]  # the messages this step's request added to the conversation
-    cache_key: str | None
-    cache_hit: bool
+    cache_key: str | None  # the call's answer in the cache (whether this run found it there is a fact of the
+    # run, not of the episode: it goes to the job's calls log, so a rebuild from the cache writes this record again)
     status: str  # the LLM result's status
     error: str | None = None
     finish_reason: str | None = None
@@ -250,7 +250,7 @@ async def run_episode(session: ClientSession, client: LLMClient, spec: EpisodeSp
         [res] = await client.arun(ROLE, spec.agent_model, [req], desc=f"{ROLE}:{case.case_id}:step{index}")
         rec = res.calls[-1] if res.calls else None
         step = Step(index=index, new_messages=messages[sent:], cache_key=rec.key if rec else None,
-                    cache_hit=bool(rec and rec.cache_hit), status=res.status, error=res.error,
+                    status=res.status, error=res.error,
                     finish_reason=res.finish_reason, tokens_in=sum(c.tokens_in for c in res.calls),
                     tokens_out=sum(c.tokens_out for c in res.calls), content=res.text,
                     tool_calls=res.tool_calls or [])

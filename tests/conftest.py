@@ -86,6 +86,22 @@ def workflow_files() -> list[str]:
     return files
 
 
+def rebuilt_outputs(workdir: Path, folders) -> dict[str, object]:
+    """Every file under ``workdir/<folder>``: its bytes, or for a provenance sidecar its JSON without the `run`
+    field (time, host, folder, process), which is what two builds of one output must agree on."""
+    import json
+
+    from aura.provenance import without_run
+
+    out = {}
+    for folder in folders:
+        for path in sorted((Path(workdir) / folder).rglob("*")):
+            if path.is_file():
+                name = str(path.relative_to(workdir))
+                out[name] = without_run(json.loads(path.read_text())) if name.endswith(".prov.json") else path.read_bytes()
+    return out
+
+
 def copy_workflow(dst: Path) -> Path:
     """The files a Snakemake run needs, copied under `dst` (Snakemake tracks their mtimes, so tests that
     run the workflow work on a copy and never touch the repository's)."""

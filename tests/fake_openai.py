@@ -22,7 +22,10 @@ Endpoints
                                answered by the same rules; plan (polls, expiry): fake_openai_batch.py
 ``POST /_control/batch``       body ``{"in_progress_polls": n, "expire_after": k}`` sets the batch plan
 ``POST /_control/rules``       body ``{"rules": [...]}`` replaces the rule list
-``POST /_control/reset``       clears rules, counters and the request log
+``POST /_control/reset``       clears rules, counters and the request log (the profile stays)
+``POST /_control/profile``     body ``{"profile": name}``: behave as that provider (fake_profiles.py: refusals,
+                               ignored and clamped params, reasoning tokens; ``ideal`` = today's behaviour);
+                               ``GET`` says which. ``FakeOpenAIServer(profile=...)``, ``srv.set_profile(name)``
 ``GET  /_control/requests``    ``{"count": N, "requests": [{"path", "headers", "body"}, ...]}``
 ``GET  /_control/stats``       ``{"count": N, "max_in_flight": M, "in_flight": K}``
 
@@ -40,7 +43,9 @@ Rules (first matching, non-exhausted rule wins)::
      | "tool_calls": [{"name": "read_file", "arguments": {"path": "a"}}],  # + optional "content";
                                 # arguments a dict (sent as JSON text) or a string sent as is
      "finish_reason": "stop",   # optional override for content/json (tool_calls: "tool_calls")
-     "cached_tokens": 100}      # optional: usage.prompt_tokens_details.cached_tokens (capped at prompt_tokens)
+     "cached_tokens": 100,      # optional: usage.prompt_tokens_details.cached_tokens (capped at prompt_tokens)
+     "reasoning_tokens": 400}   # optional: usage.completion_tokens_details.reasoning_tokens = 400, and
+                                # completion_tokens (and total_tokens) include them, as OpenAI counts them
 
 Each logged chat request carries the ``tools`` it was sent (``None`` when it offered none).
 
@@ -83,6 +88,7 @@ import urllib.request
 import zlib
 from typing import Any
 
+import fake_profiles
 from fake_openai_batch import BatchStore
 
 __all__ = ["FakeOpenAIServer", "FakeOpenAIApp", "schema_default", "fake_png"]
@@ -292,7 +298,8 @@ def _error_body(message: str, status: int, type_: str = "fake_error") -> dict:
 class FakeOpenAIApp:
     """Server state and the asyncio connection handler (one event loop)."""
 
-    def __init__(self, rules: list | None = None) -> None:
+    def __init__(self, rules: list | None = None, profile: str = "ideal") -> None:
+        self.profile = fake_profiles.check(profile)  # which provider's parameter rules chat requests meet
         self.rules: list[dict] = []
         self.rule_hits: list[int] = []
         self.log: collections.deque = collections.deque(maxlen=MAX_LOG)
@@ -487,6 +494,9 @@ class FakeOpenAIApp:
         if path.startswith(("/v1/files", "/v1/batches")):
             self.log.append({"path": path, "method": method, "headers": headers,
                              "body": None if path.startswith("/v1/files") else json.loads(raw or b"null")})
+            refused = fake_profiles.batch_refusal(self.profile, path)  # a provider without a Batch API: 404
+            if refused is not None:
+                return (*refused, None, False)
             status, payload = self.batch_store.handle(self, method, path, headers, raw, query)
             return status, payload, None, False
         if path.startswith("/_control/"):
@@ -511,6 +521,14 @@ class FakeOpenAIApp:
         if name == "reset" and method == "POST":
             self.reset()
             return 200, {"ok": True}, None, False
+        if name == "profile" and method in ("GET", "POST"):
+            try:
+                if method == "POST":
+                    data = json.loads(raw or b"{}")
+                    self.profile = fake_profiles.check(data.get("profile") if isinstance(data, dict) else data)
+            except (ValueError, TypeError) as exc:
+                return 400, _error_body(f"bad profile: {exc}", 400), None, False
+            return 200, {"ok": True, "profile": self.profile}, None, False
         if name == "requests" and method == "GET":
             return 200, {"count": self.count, "requests": list(self.log)}, None, False
         if name == "stats" and method == "GET":
@@ -529,6 +547,11 @@ class FakeOpenAIApp:
         if not isinstance(body, dict):
             return 400, _error_body("request body must be a JSON object", 400,
                                     "invalid_request_error"), None, False
+        # the provider profile, before the rules: a refusal, or the body it uses (logged above as sent)
+        verdict = fake_profiles.apply(self.profile, body)
+        if verdict.refusal is not None:
+            return (*verdict.refusal, None, False)
+        body = verdict.body
         self.in_flight += 1
         if self.in_flight > self.max_in_flight:
             self.max_in_flight = self.in_flight
@@ -542,7 +565,7 @@ class FakeOpenAIApp:
             if rule.get("hang"):
                 await self._hang(reader)
                 return None
-            return self._outcome(rule, body, text)
+            return fake_profiles.finish(verdict, rule, self._outcome(rule, body, text))  # + reasoning tokens
         finally:
             self.in_flight -= 1
 
@@ -657,10 +680,13 @@ class FakeOpenAIApp:
             }],
             "usage": {
                 "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
+                # reasoning tokens are inside completion_tokens (OpenAI's convention), itemised below
+                "completion_tokens": completion_tokens + int(rule.get("reasoning_tokens") or 0),
+                "total_tokens": prompt_tokens + completion_tokens + int(rule.get("reasoning_tokens") or 0),
                 **({"prompt_tokens_details": {"cached_tokens": min(int(rule["cached_tokens"]), prompt_tokens)}}
                    if "cached_tokens" in rule else {}),
+                **({"completion_tokens_details": {"reasoning_tokens": int(rule["reasoning_tokens"])}}
+                   if "reasoning_tokens" in rule else {}),
             },
         }, None, False
 
@@ -687,10 +713,11 @@ class FakeOpenAIServer:
     """Run a :class:`FakeOpenAIApp` in a daemon thread or in a child process."""
 
     def __init__(self, rules: list | None = None, host: str = "127.0.0.1", port: int = 0,
-                 mode: str = "thread") -> None:
+                 mode: str = "thread", profile: str = "ideal") -> None:
         if mode not in ("thread", "process"):
             raise ValueError("mode must be 'thread' or 'process'")
         self.initial_rules = list(rules or [])
+        self.profile = fake_profiles.check(profile)  # set on the app once it listens (start)
         self.host = host
         self.port = port
         self.mode = mode
@@ -719,6 +746,8 @@ class FakeOpenAIServer:
             self._start_process()
         self._wait_accepting()
         self._started = True
+        if self.profile != "ideal":
+            self.set_profile(self.profile)
         return self
 
     def _start_thread(self) -> None:
@@ -843,6 +872,12 @@ class FakeOpenAIServer:
 
     def reset(self) -> None:
         self._control("POST", "reset", {})
+
+    def set_profile(self, profile: str) -> None:
+        """Behave as that provider from now on (fake_profiles.PROFILES; "ideal" = every parameter taken)."""
+        self.profile = fake_profiles.check(profile)
+        if self._started:
+            self._control("POST", "profile", {"profile": profile})
 
     def set_batch_plan(self, **plan) -> None:
         """in_progress_polls=n, expire_after=k, create_500=n, upload_status=s (fake_openai_batch.py)."""

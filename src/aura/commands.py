@@ -20,6 +20,8 @@ from .families.base import load_target
 CORE: dict[str, tuple[str, str]] = {
     "cache": ("export the cache entries a run used into one checked archive, or import one", "aura.llm.cache_archive"),
     "view": ("browse a run's produced files in a browser (127.0.0.1), or --export DIR a static site", "aura.web.viewer.command"),
+    "preflight": ("before a paid run: one short real call per model and capability the run uses, and its cost",
+                  "aura.preflight"),
 }
 
 

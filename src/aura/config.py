@@ -53,7 +53,16 @@ class Endpoint(BaseModel):
     grammar: Literal["gbnf", "none"] = "none"  # gbnf: accepts extra_body={"grammar": ...} (llama.cpp)
     extra_sampling: list[Literal["top_k", "min_p"]] | None = None  # non-OpenAI sampling params it takes
     tool_calling: Literal["native", "single_act_tool"] | None = None  # how a tool-using agent calls tools here
-    batch: bool = False  # takes the OpenAI Batch API (/v1/files + /v1/batches): llm.batch routes roles through it
+    provider: str | None = None  # whose OpenAI-compatible API this is: its parameter rules (llm.providers); null = none
+    # the batch API it takes (llm.batch routes roles through it): true / openai = the OpenAI Batch API (/v1/files +
+    # /v1/batches, at base_url); anthropic = Anthropic's Message Batches API (native, at batch_base_url)
+    batch: Literal["openai", "anthropic"] | bool = False
+    batch_base_url: str | None = None  # batch: anthropic: the native API's root (null = https://api.anthropic.com)
+
+    @property
+    def batch_api(self) -> str | None:
+        """openai, anthropic, or None (no batch API): what `batch` says, true read as openai."""
+        return "openai" if self.batch is True else (self.batch or None)
 
     @property
     def tool_mode(self) -> str:
@@ -232,6 +241,10 @@ def validate_config(raw: dict, schema_path: Path = DEFAULT_SCHEMA, source: str =
         raise ConfigError(f"{source}: invalid config: " + "; ".join(lines) + more)
     config = _typed(raw, source)
     _check_families(raw, source)
+    from .llm.providers import check as provider_problems  # each endpoint's provider rules, before any call
+
+    if problems := provider_problems(config):
+        raise ConfigError(f"{source}: " + "; ".join(problems))
     return config
 
 

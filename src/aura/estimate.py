@@ -7,7 +7,14 @@ says where its counts came from and heads the table. A family builds its lines w
 - ``exact_line``: requests built as the stage builds them and looked up in the cache (hits excluded);
 - ``projected_line``: ``calls`` calls of ``tokens_in_each`` prompt tokens, completions at ``out_each``;
 - ``priced_line``: a line from its total tokens;
-- ``completion_tokens``, ``static_prefix_tokens``, ``offline_client``, ``CHARS_PER_TOKEN``.
+- ``completion_tokens``, ``output_cap``, ``reasoning_tokens``, ``static_prefix_tokens``, ``offline_client``,
+  ``CHARS_PER_TOKEN``.
+
+Reasoning tokens: a reasoning or thinking model bills hidden reasoning tokens as output. Until they are
+measured, ``estimate.reasoning_tokens`` (``{model: tokens per call}``) assumes them: every line of a named
+model adds them per call to its (visible) completion tokens, priced at the model's output price and kept
+within the call's output cap (max_tokens or max_completion_tokens, which counts the reasoning too). Each
+line says what it assumed (``reasoning_each``); the totals are shown with and without them.
 
 Every line says, when it is made, the LLM-layer role of its calls (the ``role`` its stage passes to
 ``LLMClient.run``: judge, reviewer, classifier, generator, evaluated, ...; None for calls that are not
@@ -47,6 +54,10 @@ class Line:
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0  # live, full price
+    reasoning_each: int | None = None  # reasoning tokens assumed per call (in tokens_out); None: none assumed
+    reasoning_tokens: int = 0  # of tokens_out: calls x reasoning_each
+    reasoning_usd: float = 0.0  # of cost_usd: the reasoning tokens at the model's output price
+    reasoning_batch_usd: float | None = None  # of batch_usd (and both_usd): the same through the Batch API
     batch_usd: float | None = None  # through the Batch API where the line can be (estimate_views)
     cached_usd: float | None = None  # live, the static prompt prefix partly at price.cached_input
     both_usd: float | None = None  # both levers
@@ -73,34 +84,79 @@ def offline_client(config: Config) -> "LLMClient":
     return LLMClient(config, Cache(config.paths["cache"]))
 
 
+def output_cap(params: dict | None) -> int | None:
+    """The output cap of a call's params: max_tokens or max_completion_tokens (a reasoning model's cap, which
+    counts its reasoning too; OpenAI's o-series and GPT-5 take only it), the smaller when both are set; None
+    when neither is."""
+    caps = [v for v in ((params or {}).get("max_tokens"), (params or {}).get("max_completion_tokens")) if v]
+    return min(caps) if caps else None
+
+
 def completion_tokens(config: Config, key: str, model: str, default: int = DEFAULT_COMPLETION_TOKENS,
                       max_tokens: int | None = None) -> int:
-    """Completion tokens per call: ``estimate.completion_tokens[key]`` (else ``default``), capped by
-    ``max_tokens`` when given, else by the model's max_tokens / max_completion_tokens."""
-    params = config.models[model].params
+    """Completion tokens per call (the visible answer): ``estimate.completion_tokens[key]`` (else ``default``),
+    capped by ``max_tokens`` when given, else by the model's max_tokens / max_completion_tokens (output_cap)."""
     out = config.raw["estimate"]["completion_tokens"].get(key, default)
-    cap = max_tokens or params.get("max_tokens") or params.get("max_completion_tokens")
+    cap = max_tokens or output_cap(config.models[model].params)
     return min(out, cap) if cap else out
 
 
+def reasoning_assumptions(config: Config) -> dict[str, int]:
+    """``estimate.reasoning_tokens``: reasoning tokens per call by model; a name not under models: is an error."""
+    assumed = (config.raw.get("estimate") or {}).get("reasoning_tokens") or {}
+    unknown = sorted(set(assumed) - set(config.models))
+    if unknown:
+        raise SystemExit(f"estimate.reasoning_tokens: unknown model(s) {', '.join(unknown)} (not under models:)")
+    return assumed
+
+
+def reasoning_tokens(config: Config, model: str, out_each: int = 0, max_tokens: int | None = None) -> int | None:
+    """Reasoning tokens assumed per call of ``model``: ``estimate.reasoning_tokens[model]``, cut so that the
+    call's completion (``out_each`` visible tokens + reasoning) stays within its output cap (``max_tokens``
+    when given, else the model's max_tokens / max_completion_tokens); None when the model is not named there."""
+    each = reasoning_assumptions(config).get(model)
+    if each is None:
+        return None
+    cap = max_tokens or output_cap(config.models[model].params)
+    return max(0, min(each, cap - out_each)) if cap else each
+
+
+def _add_reasoning(config: Config, line: Line, each: int | None) -> Line:
+    """Add ``each`` reasoning tokens per call of the line to its completion tokens and cost (output price)."""
+    line.reasoning_each = each
+    if each:
+        line.reasoning_tokens = line.calls * each
+        line.reasoning_usd = config.models[line.model].price.cost(0, line.reasoning_tokens)
+        line.tokens_out += line.reasoning_tokens
+        line.cost_usd += line.reasoning_usd
+    return line
+
+
 def priced_line(config: Config, stage: str, model: str, basis: str, *, role: str | None, prompts: Sequence[str],
-                calls: int, tokens_in: int, tokens_out: int) -> Line:
-    """A line from its totals, at the model's live price."""
-    return Line(stage, model, basis, role=role, prompts=prompts, calls=calls, tokens_in=tokens_in,
+                calls: int, tokens_in: int, tokens_out: int, max_tokens: int | None = None) -> Line:
+    """A line from its totals, at the model's live price: ``tokens_out`` visible completion tokens, plus the
+    reasoning tokens assumed per call for the model (``reasoning_tokens``, within ``max_tokens`` when given,
+    else the model's cap)."""
+    line = Line(stage, model, basis, role=role, prompts=prompts, calls=calls, tokens_in=tokens_in,
                 tokens_out=tokens_out, cost_usd=config.models[model].price.cost(tokens_in, tokens_out))
+    each = reasoning_tokens(config, model, tokens_out // calls if calls else 0, max_tokens)
+    return _add_reasoning(config, line, each)
 
 
 def projected_line(config: Config, stage: str, model: str, calls: int, tokens_in_each: int, *, role: str | None,
-                   prompts: Sequence[str], out_each: int, basis: str = "projected") -> Line:
-    """``calls`` calls of ``tokens_in_each`` prompt tokens and ``out_each`` completion tokens each."""
+                   prompts: Sequence[str], out_each: int, basis: str = "projected",
+                   max_tokens: int | None = None) -> Line:
+    """``calls`` calls of ``tokens_in_each`` prompt tokens and ``out_each`` completion tokens each (plus the
+    reasoning tokens assumed for the model, within ``max_tokens`` when given: priced_line)."""
     return priced_line(config, stage, model, basis, role=role, prompts=prompts, calls=calls,
-                       tokens_in=calls * tokens_in_each, tokens_out=calls * out_each)
+                       tokens_in=calls * tokens_in_each, tokens_out=calls * out_each, max_tokens=max_tokens)
 
 
 def exact_line(config: Config, client: "LLMClient", stage: str, model: str, requests: Sequence["LLMRequest"], *,
-               role: str | None, prompts: Sequence[str], out_each: int) -> Line:
+               role: str | None, prompts: Sequence[str], out_each: int, max_tokens: int | None = None) -> Line:
     """The requests as the stage sends them (``client.prepare``), cache hits counted apart: prompt tokens
-    from the messages' characters (CHARS_PER_TOKEN), ``out_each`` completion tokens per uncached call."""
+    from the messages' characters (CHARS_PER_TOKEN), ``out_each`` completion tokens per uncached call, plus the
+    reasoning tokens assumed for the model (``reasoning_tokens``, within ``max_tokens`` when given)."""
     line = Line(stage, model, "exact", role=role, prompts=prompts)
     price = config.models[model].price
     for req in requests:
@@ -113,7 +169,7 @@ def exact_line(config: Config, client: "LLMClient", stage: str, model: str, requ
         line.tokens_in += tin
         line.tokens_out += out_each
         line.cost_usd += price.cost(tin, out_each)
-    return line
+    return _add_reasoning(config, line, reasoning_tokens(config, model, out_each, max_tokens))
 
 
 def static_prefix_tokens(name: str) -> int:
@@ -130,6 +186,7 @@ def static_prefix_tokens(name: str) -> int:
 def estimate(config: Config) -> Estimate:
     """Every enabled family's lines (its manifest's `estimate` hook), with their batch and prefix-cache
     costs (estimate_views)."""
+    reasoning_assumptions(config)  # an unknown model named there stops the estimate before any line
     lines = family_lines(config)
     estimate_views(config, lines)
     return lines
@@ -165,12 +222,12 @@ def batch_roles() -> tuple[str, ...]:
 def _batch_endpoint(config: Config, model: str) -> bool:
     """The endpoint takes the Batch API as the batch runner sends it (aura.llm.batch.BatchRunner.applies)."""
     ep = config.endpoints[config.models[model].endpoint]
-    return bool(ep.batch) and ep.kind == "openai"
+    return ep.batch_api is not None and ep.kind == "openai"
 
 
 def batchable(config: Config, line: Line) -> bool:
     """The line's calls can go through the Batch API: its role is one the Batch API takes and its model's
-    endpoint says `batch: true` (the rule of aura.llm.batch.BatchRunner.applies)."""
+    endpoint names a batch API (`batch: true | openai | anthropic`; the rule of aura.llm.batch.BatchRunner.applies)."""
     return line.role in batch_roles() and line.model in config.models and _batch_endpoint(config, line.model)
 
 
@@ -178,9 +235,11 @@ def estimate_views(config: Config, lines: list[Line]) -> None:
     """Fill each line's batch, cached and batch+cached cost.
 
     batch: the line's calls at (1 - price.batch_discount) when `batchable` (its role is one the Batch API
-    takes, its endpoint says `batch: true`). cached: per call, estimate.prefix_cache_hit_share of the mean
+    takes, its endpoint names a batch API). cached: per call, estimate.prefix_cache_hit_share of the mean
     static prefix of the line's prompts at price.cached_input (not when that prefix is under
     estimate.prefix_cache_min_tokens, or the model has no cached_input price). Both: cached, then batch.
+    The line's assumed reasoning tokens are output: batch discounts them, the prefix cache does not
+    (reasoning_batch_usd; the totals without them subtract these).
     """
     est = config.raw["estimate"]
     share, min_tokens = est.get("prefix_cache_hit_share", 0.9), est.get("prefix_cache_min_tokens", 1024)
@@ -188,6 +247,7 @@ def estimate_views(config: Config, lines: list[Line]) -> None:
         model = config.models.get(ln.model)
         if model is None:
             ln.batch_usd = ln.cached_usd = ln.both_usd = ln.cost_usd
+            ln.reasoning_batch_usd = ln.reasoning_usd
             continue
         price = model.price
         prefix = sum(static_prefix_tokens(p) for p in ln.prompts) // max(1, len(ln.prompts))
@@ -197,6 +257,7 @@ def estimate_views(config: Config, lines: list[Line]) -> None:
         ln.cached_usd = ln.cost_usd - saved
         factor = 1.0 - price.batch_discount if batchable(config, ln) else 1.0
         ln.batch_usd, ln.both_usd = ln.cost_usd * factor, ln.cached_usd * factor
+        ln.reasoning_batch_usd = ln.reasoning_usd * factor  # output tokens: no prefix-cache discount
 
 
 def _views_note(config: Config, lines: list[Line]) -> list[str]:
@@ -209,8 +270,8 @@ def _views_note(config: Config, lines: list[Line]) -> list[str]:
             live_only[model.endpoint] = live_only.get(model.endpoint, 0.0) + ln.cost_usd
     rows = [
         f"live = full price; batch = the calls of the roles the Batch API takes ({', '.join(batch_roles())}; "
-        "single-turn) at each model's price.batch_discount (default 50%, OpenAI and Gemini Batch API) where the "
-        "endpoint says batch: true; cached = "
+        "single-turn) at each model's price.batch_discount (default 50%: OpenAI's and Gemini's Batch API, Anthropic's "
+        "Message Batches) where the endpoint names a batch API (batch: true | openai | anthropic); cached = "
         f"{est.get('prefix_cache_hit_share', 0.9):.0%} of each call's static prompt prefix (the rubric before the first "
         "variable) at price.cached_input (estimate.prefix_cache_hit_share; a prefix under "
         f"{est.get('prefix_cache_min_tokens', 1024)} tokens gets none: OpenAI caches from 1,024 tokens on); "
@@ -219,15 +280,45 @@ def _views_note(config: Config, lines: list[Line]) -> list[str]:
     ]
     live_only = {ep: usd for ep, usd in live_only.items() if usd > 0}
     if live_only:
-        rows.append("batchable calls on endpoints without batch: true (stay at live price): " + ", ".join(
+        rows.append("batchable calls on endpoints without a batch API (stay at live price): " + ", ".join(
             f"{ep} ${usd:,.2f}" for ep, usd in sorted(live_only.items(), key=lambda x: -x[1])))
     return rows
 
 
+def _reasoning_cell(ln: Line, assumed: dict[str, int]) -> str:
+    """The line's reasoning column: the tokens assumed per call, 'cap' when its output cap cut them, or none."""
+    if ln.reasoning_each is None:
+        return "none"
+    cut = ln.reasoning_each < assumed.get(ln.model, ln.reasoning_each)
+    return f"{ln.reasoning_each}{' cap' if cut else ''}"
+
+
+def totals(lines: list[Line]) -> dict[str, dict[str, float]]:
+    """The estimate's totals, with the reasoning tokens assumed and without them: {"with"|"reasoning"|"without":
+    {"tokens_out", "cost_usd", "batch_usd", "cached_usd", "both_usd"}} (a view not filled counts the live cost)."""
+    def view(ln: Line, name: str) -> float:
+        v = getattr(ln, name)
+        return ln.cost_usd if v is None else v
+
+    def reasoning(ln: Line, name: str) -> float:
+        if name in ("batch_usd", "both_usd"):  # the prefix cache discounts input only: cached keeps them whole
+            return ln.reasoning_usd if ln.reasoning_batch_usd is None else ln.reasoning_batch_usd
+        return ln.reasoning_usd
+
+    names = ("cost_usd", "batch_usd", "cached_usd", "both_usd")
+    out = {"with": {"tokens_out": sum(ln.tokens_out for ln in lines), **{n: sum(view(ln, n) for ln in lines)
+                                                                          for n in names}},
+           "reasoning": {"tokens_out": sum(ln.reasoning_tokens for ln in lines),
+                         **{n: sum(reasoning(ln, n) for ln in lines) for n in names}}}
+    out["without"] = {k: out["with"][k] - out["reasoning"][k] for k in out["with"]}
+    return out
+
+
 def format_estimate(lines: list[Line], config: Config | None = None) -> str:
     note = getattr(lines, "note", "")
+    assumed = reasoning_assumptions(config) if config is not None else {}
     head = (f"{'stage':<34} {'model':<26} {'basis':<9} {'calls':>8} {'cached':>7} {'tokens_in':>11} {'tokens_out':>11} "
-            f"{'cost_usd':>10} {'batch_usd':>10} {'cached_usd':>10} {'batch+cached':>12}")
+            f"{'reason/call':>11} {'cost_usd':>10} {'batch_usd':>10} {'cached_usd':>10} {'batch+cached':>12}")
 
     def views(x) -> str:
         b, c, bc = (x.cost_usd if v is None else v for v in (x.batch_usd, x.cached_usd, x.both_usd))
@@ -236,19 +327,29 @@ def format_estimate(lines: list[Line], config: Config | None = None) -> str:
     rows = ([note] if note else []) + [head, "-" * len(head)]
     for ln in lines:
         rows.append(f"{ln.stage:<34} {ln.model:<26} {ln.basis:<9} {ln.calls:>8} {ln.cached:>7} "
-                    f"{ln.tokens_in:>11} {ln.tokens_out:>11} {ln.cost_usd:>10.4f}" + views(ln))
-    tot = Line("TOTAL", "", "", role=None, prompts=(), calls=sum(x.calls for x in lines),
-               cached=sum(x.cached for x in lines), tokens_in=sum(x.tokens_in for x in lines),
-               tokens_out=sum(x.tokens_out for x in lines), cost_usd=sum(x.cost_usd for x in lines))
+                    f"{ln.tokens_in:>11} {ln.tokens_out:>11} {_reasoning_cell(ln, assumed):>11} "
+                    f"{ln.cost_usd:>10.4f}" + views(ln))
+    tot = totals(lines)
+    calls, cached, tokens_in = (sum(getattr(x, k) for x in lines) for k in ("calls", "cached", "tokens_in"))
     rows.append("-" * len(head))
-    for name in ("batch_usd", "cached_usd", "both_usd"):
-        setattr(tot, name, sum(ln.cost_usd if getattr(ln, name) is None else getattr(ln, name) for ln in lines))
-    rows.append(f"{tot.stage:<34} {'':<26} {'':<9} {tot.calls:>8} {tot.cached:>7} {tot.tokens_in:>11} "
-                f"{tot.tokens_out:>11} {tot.cost_usd:>10.4f}" + views(tot))
+
+    def total_row(label: str, t: dict, counts: bool = True) -> str:
+        c = (f"{calls:>8} {cached:>7} {tokens_in:>11}" if counts else f"{'':>8} {'':>7} {'':>11}")
+        return (f"{label:<34} {'':<26} {'':<9} {c} {t['tokens_out']:>11.0f} {'':>11} {t['cost_usd']:>10.4f} "
+                f"{t['batch_usd']:>10.4f} {t['cached_usd']:>10.4f} {t['both_usd']:>12.4f}")
+
+    rows.append(total_row("TOTAL", tot["with"]))
+    if any(ln.reasoning_tokens for ln in lines):
+        rows.append(total_row("  of which reasoning (assumed)", tot["reasoning"], counts=False))
+        rows.append(total_row("TOTAL without reasoning tokens", tot["without"]))
     rows.append("exact = requests built and checked against the cache (hits excluded); counted = calls counted "
                 "from the stage's input file (cache not checked, first answers only); projected = inputs not "
                 "produced yet, from the counts named above and each family's assumptions (<family>.estimate in "
                 "the config)")
+    named = ", ".join(f"{m} {n}" for m, n in assumed.items()) or "none"
+    rows.append("reason/call = hidden reasoning tokens assumed per call (estimate.reasoning_tokens, until measured: "
+                f"{named}), priced at the model's output price and included in tokens_out; 'cap' = cut to fit the "
+                "call's max_tokens / max_completion_tokens; none = no reasoning tokens assumed for the model")
     if config is not None:
         rows += _views_note(config, lines)
     return "\n".join(rows)

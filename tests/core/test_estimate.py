@@ -254,7 +254,7 @@ def test_the_pasbench_judge_is_priced_through_the_batch_api(server, tmp_path, ca
     assert {ln.role for ln in lines} == {"evaluated", "judge", "generator", "reviewer"}
     code, out = _run_estimate(raw, tmp_path, capsys)
     assert code == 0 and "this config sends through the Batch API: judge, reviewer (llm.batch.roles)" in out
-    assert f"batchable calls on endpoints without batch: true (stay at live price): live ${review.cost_usd:,.2f}" in out
+    assert f"batchable calls on endpoints without a batch API (stay at live price): live ${review.cost_usd:,.2f}" in out
     total = next(row for row in out.splitlines() if row.startswith("TOTAL")).split()
     assert float(total[-3]) == pytest.approx(sum(ln.batch_usd for ln in lines), abs=1e-4)
     assert float(total[-3]) < float(total[-4])
@@ -323,3 +323,84 @@ def test_the_kernel_names_no_family_and_no_stage_module_imports_an_estimate():
             "print(sorted(m for m in sys.modules if m.endswith('.estimate')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
     assert out == ["[]", "['aura.estimate']"]  # the kernel imports no family; the stages import no family estimate
+
+
+# --- reasoning tokens: assumed per call (estimate.reasoning_tokens), within the call's output cap -------------
+
+def _reasoning_config(server, tmp_path, assumed: dict, **params):
+    """One judge-only PaSBench-free config: AURA's projected lines on the 10 seeds, m at $10 / $30 per 1M."""
+    raw = _config(server, tmp_path)
+    raw["estimate"] = {"reasoning_tokens": assumed}
+    raw["models"]["m"]["params"] = {"temperature": 0.0, "seed": 1, **params}
+    return raw
+
+
+def test_reasoning_tokens_assumed_for_one_model_are_priced_as_output(server, tmp_path, capsys):
+    # m without an output cap (no max_tokens): rollout answers at the default 200 tokens, + 1000 reasoning
+    raw = _reasoning_config(server, tmp_path, {"m": 1000})
+    lines = estimate(validate_config(raw))
+    roll = next(ln for ln in lines if ln.stage == "rollout")
+    # 10 seeds x 7.955 items per seed = round(79.55) = 80 rollouts
+    assert (roll.calls, roll.reasoning_each, roll.reasoning_tokens) == (80, 1000, 80_000)
+    assert roll.tokens_out == 80 * (200 + 1000) == 96_000
+    # reasoning at m's output price: 80,000 tokens x $30 / 1M = $2.40, inside the line's cost
+    assert roll.reasoning_usd == pytest.approx(2.40, rel=1e-12)
+    assert roll.cost_usd == pytest.approx(roll.tokens_in * 10.0 / 1e6 + 96_000 * 30.0 / 1e6, rel=1e-12)
+    others = [ln for ln in lines if ln.model != "m"]  # the panel's other judges: not named, none assumed
+    assert others and all(ln.reasoning_each is None and ln.reasoning_tokens == 0 for ln in others)
+    code, out = _run_estimate(raw, tmp_path, capsys)
+    assert code == 0
+    def row(stage: str, model: str) -> list[str]:
+        return next(r.split() for r in out.splitlines() if r[:34].strip() == stage and r[35:61].strip() == model)
+
+    assert row("rollout", "m")[-5] == "1000"  # the reason/call column, before the four costs
+    assert row("judge (m)", "jb")[-5] == "none"  # jb is not named: no reasoning assumed
+    rows = {r[:34].strip(): r.split() for r in out.splitlines() if r.startswith(("TOTAL", "  of which"))}
+    with_r, only_r = rows["TOTAL"], rows["of which reasoning (assumed)"]
+    without = rows["TOTAL without reasoning tokens"]
+    total_live = sum(ln.cost_usd for ln in lines)
+    reasoning_live = sum(ln.reasoning_usd for ln in lines)  # every line of m: its calls x 1000 x $30 / 1M
+    assert reasoning_live == pytest.approx(sum(ln.calls for ln in lines if ln.model == "m") * 1000 * 30.0 / 1e6)
+    assert float(with_r[-4]) == pytest.approx(total_live, abs=1e-4)
+    assert float(only_r[-4]) == pytest.approx(reasoning_live, abs=1e-4)
+    assert float(without[-4]) == pytest.approx(total_live - reasoning_live, abs=1e-4)
+    assert int(only_r[-5]) == sum(ln.reasoning_tokens for ln in lines)
+    assert "estimate.reasoning_tokens, until measured: m 1000" in out
+    assert server.stats()["count"] == 0
+
+
+def test_max_completion_tokens_is_read_as_the_output_cap(server, tmp_path):
+    # a reasoning model's cap is max_completion_tokens, and it holds the reasoning too: 200 visible + 1000
+    # assumed would be 1200 > 500, so each rollout is 200 visible + 300 reasoning = 500
+    raw = _reasoning_config(server, tmp_path, {"m": 1000}, max_completion_tokens=500)
+    lines = estimate(validate_config(raw))
+    roll = next(ln for ln in lines if ln.stage == "rollout")
+    assert (roll.reasoning_each, roll.tokens_out) == (300, 80 * 500)
+    # the judge's answers (default 120) + 380 reasoning = 500 per call, capped the same way
+    judge = next(ln for ln in lines if ln.stage == "judge (m)" and ln.model == "m")
+    assert (judge.reasoning_each, judge.tokens_out) == (380, judge.calls * 500)
+    from aura.estimate import _reasoning_cell, completion_tokens, output_cap
+
+    assert _reasoning_cell(roll, {"m": 1000}) == "300 cap"
+    # a visible answer larger than the cap is cut by it too (estimate.completion_tokens rollout 800 -> 500)
+    raw["estimate"]["completion_tokens"] = {"rollout": 800}
+    assert completion_tokens(validate_config(raw), "rollout", "m") == 500
+    assert output_cap({"max_completion_tokens": 500}) == 500 and output_cap({"max_tokens": 64}) == 64
+    assert output_cap({"max_tokens": 64, "max_completion_tokens": 500}) == 64 and output_cap({}) is None
+
+
+def test_an_unknown_model_in_reasoning_tokens_stops_the_estimate(server, tmp_path):
+    raw = _reasoning_config(server, tmp_path, {"m9": 1000})
+    with pytest.raises(SystemExit) as ei:
+        estimate(validate_config(raw))
+    assert str(ei.value.code) == "estimate.reasoning_tokens: unknown model(s) m9 (not under models:)"
+
+
+def test_without_assumptions_the_estimate_is_as_before(server, tmp_path, capsys):
+    raw = _config(server, tmp_path)  # estimate.reasoning_tokens defaults to {}
+    lines = estimate(validate_config(raw))
+    assert all(ln.reasoning_each is None and ln.reasoning_tokens == 0 and ln.reasoning_usd == 0 for ln in lines)
+    roll = next(ln for ln in lines if ln.stage == "rollout")
+    assert roll.tokens_out == roll.calls * 64  # max_tokens 64 caps each answer, nothing added
+    code, out = _run_estimate(raw, tmp_path, capsys)
+    assert code == 0 and "TOTAL without reasoning tokens" not in out and "until measured: none" in out

@@ -1,6 +1,6 @@
 """A released cache rebuilds the outputs offline, byte for byte (issue 13, part 4).
 
-`built`: one small PaSBench run (one evaluated model, N = 2, probes and construction off) on its own fake server
+`built`: one small PaSBench run (one evaluated model, N = 2, propose-verify on, probes and construction off) on its own fake server
 fills the cache; `aura cache export` packs the entries its call logs name; the server is stopped; the archive is
 imported (`aura cache import`) into two fresh copies of the workflow, each rebuilt with a different `--cores` at a
 different time, with the endpoint's API key variable unset. Every output (stage JSONL, stats CSVs, tables, one PDF + PNG pair per figure) is then equal byte for
@@ -48,7 +48,8 @@ def aura(cwd, *args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 def snakemake(workdir, cores: int, key: str | None = None) -> None:
     targets = [f"results/pasbench/stats/{name}.csv" for name in ("rates", "k_curves", "word_length", "image_count",
-                                                                   "severity", "pearson_models", "pearson_samples")]
+                                                                   "severity", "pearson_models", "pearson_samples",
+                                                                   "propose_verify")]
     targets += [f"figures/{name}.pdf" for name in REPORTS]
     out = subprocess.run([sys.executable, "-m", "snakemake", *targets, "--cores", str(cores),
                           "--configfile", "config/test.yaml"], cwd=workdir, capture_output=True, text=True,
@@ -64,7 +65,7 @@ def small_config(url: str) -> dict:
                     "logs": "logs", "figures": "figures", "seeds": "seeds"}
     raw["families"] = ["pasbench"]
     raw["pasbench"] = {"samples": 2, "evaluated": ["m"], "judge": "jb", "bootstrap": {"resamples": 20, "seed": 1},
-                       "knowledge_probe": False, "reactive_probe": False, "propose_verify": False,
+                       "knowledge_probe": False, "reactive_probe": False, "propose_verify": True,
                        "construct": {"enabled": False}}
     return raw
 

@@ -27,20 +27,21 @@ def client(cfg, cache: Cache | None = None) -> LLMClient:
 
 
 def test_two_items_with_one_request_make_one_call_and_share_its_answer(make_config, server):
-    server.set_rules(FIRST_THEN_SECOND)
+    server.set_rules([{"match": {"contains": "Another question"}, "content": "other"}, *FIRST_THEN_SECOND])
     cfg = make_config()
     with client(cfg) as llm:
         a, b, c = llm.run("judge", "m", [req("a"), req("b"), req("c", "Another question")])
         calls, hits = llm.acc.calls, llm.acc.cache_hits
-    # "a" and "b" are one request: one call ("first"); "c" is its own call, the server's second ("second")
+    # "a" and "b" are one request: one call ("first"; a second call of it would be answered "second"); "c" is its
+    # own call ("other")
     assert server.request_count() == 2 and (calls, hits) == (2, 1)
-    assert (a.text, b.text, c.text) == ("first", "first", "second")
+    assert (a.text, b.text, c.text) == ("first", "first", "other")
     assert sum(r.calls[0].cache_hit for r in (a, b)) == 1  # the one that waited counts as a cache hit
     # a rebuild from the cache: 0 calls, the same answers
     with client(cfg) as llm:
         again = llm.run("judge", "m", [req("a"), req("b"), req("c", "Another question")])
         assert llm.acc.calls == 0
-    assert [r.text for r in again] == ["first", "first", "second"]
+    assert [r.text for r in again] == ["first", "first", "other"]
     assert server.request_count() == 2
 
 

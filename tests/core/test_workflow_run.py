@@ -21,7 +21,7 @@ import yaml
 import scripted
 from aura.pipeline.layout import layout
 from aura.prompts import prompt_path
-from conftest import PANEL, REPO, base_config, copy_workflow
+from conftest import PANEL, REPO, base_config, copy_workflow, rebuilt_outputs
 
 
 
@@ -136,14 +136,24 @@ def test_full_run_writes_every_table(built):
     assert (results / "validation" / "judgments" / "m" / "r.jsonl").exists()
 
 
-def test_warm_rerun_makes_no_call(built, fake):
-    workdir, _, calls = built
+OUTPUT_FOLDERS = ("interim", "processed", "results", "figures")
+
+
+def test_warm_rerun_makes_no_call_and_rebuilds_every_family_byte_for_byte(built, fake):
+    workdir, raw, calls = built
     assert fake.stats()["count"] == calls, "nothing else called the server since the run"
-    for folder in ("interim", "processed", "results", "figures"):
+    before = rebuilt_outputs(workdir, OUTPUT_FOLDERS)
+    # AURA's outputs, from seeds to tables and figures (PaSBench and LPS-Bench: test_rebuild_identical.py)
+    assert {n.split("/")[0] for n in before} == set(OUTPUT_FOLDERS) and len(before) > 100
+    for folder in OUTPUT_FOLDERS:
         shutil.rmtree(workdir / folder)
     snakemake(workdir, "all")
     assert fake.stats()["count"] == calls, "warm cache: no model call"
     assert planned(workdir) == set()
+    after = rebuilt_outputs(workdir, OUTPUT_FOLDERS)
+    assert set(after) == set(before)
+    differ = [name for name in before if after[name] != before[name]]
+    assert not differ, f"{len(differ)} output(s) differ after a rebuild from the cache, first: {differ[:5]}"
 
 
 def test_html_report_collects_figures_with_captions(built):

@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -34,7 +35,7 @@ from aura.config import validate_config
 from aura.estimate import estimate
 from aura.families.lpsbench.estimate import growing
 from aura.pipeline.layout import layout
-from conftest import REPO, base_config, copy_workflow
+from conftest import REPO, base_config, copy_workflow, rebuilt_outputs
 
 AGENT, EMU, USER, EVAL = "fake-model", "emu-model", "user-model", "eval-model"
 S = {"type": "string"}
@@ -279,6 +280,23 @@ def test_the_mitigation_figure_re_renders_with_no_model_call(built, fake):
     out = snakemake(tmp, str(pdf))
     assert pdf.stat().st_size > 0 and fake.stats()["count"] == before
     assert "render_lpsbench_fig6_mitigation" in out.stdout + out.stderr and "lpsbench_episodes" not in out.stdout + out.stderr
+
+
+def test_a_rebuild_from_the_cache_makes_no_call_and_writes_every_output_byte_for_byte(built, fake):
+    """Every output deleted and rebuilt from the warm cache: no request, and every file the same bytes (a
+    sidecar the same without its `run` field): the records hold no fact of the run, such as cache hits."""
+    tmp, raw = built
+    folders = [Path(raw["paths"][k]).relative_to(tmp) for k in ("interim", "results", "figures")]
+    before = rebuilt_outputs(tmp, folders)
+    assert sum("/lpsbench/" in n for n in before) >= 10 and any("episodes" in n for n in before)
+    sent = fake.request_count()
+    for folder in folders:
+        shutil.rmtree(tmp / folder)
+    snakemake(tmp, "all")
+    assert fake.request_count() == sent
+    after = rebuilt_outputs(tmp, folders)
+    assert set(after) == set(before)
+    assert [n for n in before if after[n] != before[n]] == []
 
 
 def test_estimate_counts_the_episodes_it_finds(built):

@@ -426,22 +426,32 @@ def test_a_model_params_entry_for_an_unknown_model_is_one_line(tmp_path):
 
 def test_the_estimate_prices_reasoning_models_at_their_budget(tmp_path):
     """Nothing produced (paths under tmp_path, no data folder): projected from the download's counts, 288 text
-    and 128 image items, N = 16 (Gemini-2.5-pro: 128 on the image set). Completions per call: o1 8192 (its
-    budget), o1-mini 8192 (text only: no vision), Gemini-2.5-pro 8192, GPT-4.1 min(300, 1024) = 300."""
+    and 128 image items, N = 16 (Gemini-2.5-pro: 128 on the image set). Completions per call: the config's
+    estimate.reasoning_tokens name all five reasoning / thinking models, so the answer size plus that assumption
+    (o1: 300 + 2000, o1-mini 300 + 2000 (text only: no vision), Gemini-2.5-pro 300 + 2000), within their 8192
+    budget; GPT-4.1 min(300, 1024) = 300. Without an assumption: the whole budget (8192, an upper bound)."""
     from aura.estimate import estimate
 
     paths = {k: str(tmp_path / k) for k in ("interim", "processed", "results", "figures", "logs")}
     config = load_config(PAPER, {"paths": paths, "pasbench": {"data": {"download": {"dest": str(tmp_path / "none")}}}})
     lines = estimate(config)
     respond = {ln.model: ln for ln in lines if ln.stage == "pasbench-respond"}
-    assert respond["o1"].calls == 16 * (288 + 128) and respond["o1"].tokens_out == respond["o1"].calls * 8192
-    assert respond["o1-mini"].calls == 16 * 288 and respond["o1-mini"].tokens_out == 16 * 288 * 8192
-    assert respond["gemini-2.5-pro"].tokens_out == respond["gemini-2.5-pro"].calls * 8192
-    assert respond["gpt-4.1"].tokens_out == respond["gpt-4.1"].calls * 300
+    assert respond["o1"].calls == 16 * (288 + 128) and respond["o1"].tokens_out == respond["o1"].calls * (300 + 2000)
+    assert respond["o1-mini"].calls == 16 * 288 and respond["o1-mini"].tokens_out == 16 * 288 * (300 + 2000)
+    assert respond["gemini-2.5-pro"].tokens_out == respond["gemini-2.5-pro"].calls * (300 + 2000)
+    assert respond["gpt-4.1"].tokens_out == respond["gpt-4.1"].calls * 300 and respond["gpt-4.1"].reasoning_each is None
     know = {ln.model: ln for ln in lines if ln.stage == "pasbench-knowledge"}
-    assert know["o1"].tokens_out == know["o1"].calls * 8192  # its reasoning is spent on the probes too
-    assert lines.note.endswith("; gemini-2.5-pro, gemini-2.5-flash, o1, o1-mini, deepseek-r1: completions at their "
-                               "pasbench.model_params budget (reasoning tokens are billed as output: an upper bound)")
+    assert know["o1"].tokens_out == know["o1"].calls * (200 + 2000)  # its reasoning is spent on the probes too
+    assert lines.note.endswith("; gemini-2.5-pro, gemini-2.5-flash, o1, o1-mini, deepseek-r1: completions at the "
+                               "stage's answer size plus estimate.reasoning_tokens per call, within their "
+                               "pasbench.model_params budget (not the whole budget)")
+    # a model the assumption does not name keeps the whole budget (an upper bound), and the note says so
+    config.raw["estimate"]["reasoning_tokens"].pop("o1")
+    lines = estimate(config)
+    o1 = next(ln for ln in lines if ln.stage == "pasbench-respond" and ln.model == "o1")
+    assert o1.tokens_out == o1.calls * 8192 and o1.reasoning_each is None
+    assert "; o1: completions at their pasbench.model_params budget (reasoning tokens are billed as output: an " \
+           "upper bound)" in lines.note
     # text_only: the image items are not asked (o1: 16 x 288)
     config = load_config(PAPER, {"paths": paths, "pasbench": {"data": {"text_only": True,
                                                                        "download": {"dest": str(tmp_path / "none")}}}})

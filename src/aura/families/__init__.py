@@ -75,6 +75,11 @@ def enabled(raw: dict) -> list[Family]:
     return [load(name) for name in (names() if chosen is None else chosen)]
 
 
+def tool_roles(raw: dict) -> frozenset[str]:
+    """The roles whose calls offer tools, over the enabled families."""
+    return frozenset().union(*(family.tool_roles for family in enabled(raw)))
+
+
 def merged(part: str, values_of, families: list[Family] | None = None) -> dict:
     """Merge one dict-valued part over every family (default: all registered); a key two families share
     is an error naming both."""

@@ -93,6 +93,8 @@ class Family:
     order:    where the family comes in the default `families:` list (lower first, then by name).
     demo_data: the folders of the family's own demo data (what the default config reads), so a copy of the
               workflow (tests, a cluster's scratch folder) knows what to carry.
+    tool_roles: the LLM-layer roles whose calls offer tools (`aura preflight` checks tool calling for the
+              models that serve them).
     """
     name: str
     title: str
@@ -113,6 +115,7 @@ class Family:
     commands: dict[str, str] = field(default_factory=dict)
     order: int = 100
     demo_data: tuple[Path, ...] = ()
+    tool_roles: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         for target in (self.estimate, self.viewer, *self.commands.values()):

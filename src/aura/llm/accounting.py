@@ -26,8 +26,9 @@ class CallRecord:
     status: str  # ok | failed
     cache_hit: bool
     tokens_in: int = 0
-    tokens_out: int = 0
+    tokens_out: int = 0  # completion tokens billed as output: reasoning tokens included (types.usage_counts)
     tokens_cached: int | None = None  # prompt tokens the server reused, not evaluated (when it says)
+    tokens_reasoning: int | None = None  # of tokens_out, hidden reasoning (usage.completion_tokens_details), when said
     timings: dict | None = None  # server-reported timings (llama.cpp: prompt_n/_ms, predicted_n/_ms, total_ms)
     latency_s: float = 0.0
     attempts: int = 0
@@ -50,6 +51,7 @@ class Accounting:
         self.failed_items: list[tuple[str, str]] = []  # (item_id, reason) of each failed item
         self.unparsed_items: list[tuple[str, str]] = []
         self.calls = self.cache_hits = self.tokens_in = self.tokens_out = 0
+        self.tokens_reasoning = 0  # of tokens_out: the reasoning tokens the calls' servers reported
         self.cost_usd = 0.0
         self.started = time.monotonic()
         self._stream = stream or sys.stderr
@@ -73,6 +75,7 @@ class Accounting:
             self.calls += 1
         self.tokens_in += rec.tokens_in
         self.tokens_out += rec.tokens_out
+        self.tokens_reasoning += rec.tokens_reasoning or 0
         self.cost_usd += rec.cost_usd
 
     def item_done(self, outcome: str, item_id: str | None = None, reason: str | None = None) -> None:
@@ -125,7 +128,8 @@ class Accounting:
         return (
             f"SUMMARY {self.label}: items={self.items_done} ok={o.get('ok', 0)} unparsed={o.get('unparsed', 0)} "
             f"failed={o.get('failed', 0)} calls={self.calls} cache_hits={self.cache_hits} "
-            f"tokens_in={self.tokens_in} tokens_out={self.tokens_out} cost_usd={self.cost_usd:.4f} wall_s={wall:.1f}"
+            f"tokens_in={self.tokens_in} tokens_out={self.tokens_out} tokens_reasoning={self.tokens_reasoning} "
+            f"cost_usd={self.cost_usd:.4f} wall_s={wall:.1f}"
         )
 
     def totals(self) -> dict:
@@ -134,10 +138,12 @@ class Accounting:
             "items": self.items_done, "items_asked": self.items_total, **{k: self.outcomes.get(k, 0) for k in
                                                                           ("ok", "unparsed", "failed")},
             "calls": self.calls, "cache_hits": self.cache_hits, "retries": sum(max(0, r.attempts - 1) for r in self.records),
-            "tokens_in": self.tokens_in, "tokens_out": self.tokens_out, "cost_usd": round(self.cost_usd, 6),
+            "tokens_in": self.tokens_in, "tokens_out": self.tokens_out, "tokens_reasoning": self.tokens_reasoning,
+            "cost_usd": round(self.cost_usd, 6),
             "failed_items": [{"item_id": i, "reason": r} for i, r in self.failed_items],
             "unparsed_items": [{"item_id": i, "reason": r} for i, r in self.unparsed_items],
         }
 
     def write_records(self, path) -> None:
+        """The call log (`*.calls.jsonl`): one record per call, every CallRecord field (tokens_reasoning too)."""
         write_jsonl(path, (asdict(r) for r in self.records))

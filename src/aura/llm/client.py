@@ -36,6 +36,7 @@ from .errors import (EmptyChoices, FatalEndpointError, TooManyFailures, backoff_
                      is_retryable, retry_after_s)
 from .images import ImageRequest, ImageResult, NoVision, has_images, redact_images
 from .local_server import LocalServer, server_registry
+from . import providers
 from .structured import needs_schema_in_prompt, parse_structured, response_format_for
 from .types import LLMRequest, LLMResult, completion_entry  # noqa: F401 - re-exported
 
@@ -306,9 +307,13 @@ class LLMClient:
         model = self.config.models[model_name]
         ep = self.config.endpoints[model.endpoint]
         messages = req.messages
-        if req.schema is not None and needs_schema_in_prompt(ep.structured_output):
+        quirks = providers.quirks(getattr(ep, "provider", None), model.model_id)  # e.g. o1-mini: no system role
+        style = quirks.structured_output or ep.structured_output
+        if req.schema is not None and needs_schema_in_prompt(style):
             messages = self._with_schema_instruction(messages, req.schema)
-        rf = response_format_for(ep.structured_output, req.schema, req.schema_name)
+        rf = response_format_for(style, req.schema, req.schema_name)
+        if not quirks.system_role:
+            messages = providers.fold_system(messages)
         if has_images(messages) and not model.vision:
             self._refuse_images_without_vision(model_name, [req])
         params = {**model.params, **(req.params or {})}
@@ -403,6 +408,7 @@ class LLMClient:
                 self._batch_answered.discard(key)
             else:
                 rec.tokens_in, rec.tokens_out = resp["usage"]["prompt_tokens"], resp["usage"]["completion_tokens"]
+                rec.tokens_reasoning = resp["usage"].get("reasoning_tokens")
             rec.finish_reason = resp["finish_reason"]
             self.acc.add_call(rec)
             return rec, resp["text"], resp.get("tool_calls")
@@ -434,7 +440,7 @@ class LLMClient:
             self.acc.add_call(rec)  # the call log shows the call that stopped the job
             raise
         entry, answer = completion_entry(key, ep, model, req, messages, params, rf, completion)
-        for name in ("tokens_in", "tokens_out", "tokens_cached", "timings", "finish_reason"):
+        for name in ("tokens_in", "tokens_out", "tokens_cached", "tokens_reasoning", "timings", "finish_reason"):
             setattr(rec, name, getattr(answer, name))
         rec.latency_s, rec.attempts = latency, attempts
         rec.cost_usd = model.price.cost(rec.tokens_in, rec.tokens_out, rec.tokens_cached)  # cached at price.cached_input
@@ -472,9 +478,21 @@ class LLMClient:
     def _runtime(self, ep: Endpoint) -> _EndpointRuntime:
         rt = self._runtimes.get(ep.name)
         if rt is None:
+            if ep.kind != "local":
+                self._check_preflight()
             base_url = self._base_url(ep)
             rt = self._runtimes[ep.name] = _EndpointRuntime(ep, base_url, self._tokens.get(ep.name))
         return rt
+
+    def _check_preflight(self) -> None:
+        """llm.require_preflight: the first remote call (or batch) of a job needs a passing preflight of this
+        config (aura.preflight)."""
+        from ..preflight import gate_message
+
+        message = gate_message(self.config)
+        if message:
+            self._stopped = True
+            raise FatalEndpointError(message)
 
     def _base_url(self, ep: Endpoint) -> str:
         """A local endpoint's server starts on the first cache miss: a warm rerun starts none."""

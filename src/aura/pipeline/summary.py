@@ -3,7 +3,9 @@
 Each job writes <logs>/summary/<stage>/<job>.json when it ends (StageContext.finish). A job counts
 when it is current: it succeeded and its outputs exist, or it failed (its outputs were not written).
 The Snakefile's onsuccess/onerror handlers print these lines at the end of every `snakemake` run, so
-a run that finished with failed or unparsed items says so.
+a run that finished with failed or unparsed items says so. Tokens: tokens_out is the completion tokens billed
+as output, tokens_reasoning the part of them that was hidden reasoning (as the servers reported it; a job
+summary written before reasoning tokens were recorded counts 0).
 """
 from __future__ import annotations
 
@@ -32,7 +34,8 @@ def collect(logs: str | Path) -> dict[str, dict]:
     stages: dict[str, dict] = {}
     for s in sorted(jobs, key=lambda s: s.get("finished", 0)):
         t = stages.setdefault(s["stage"], {"jobs": 0, "failed_jobs": [], "llm_jobs": 0, "not_applicable": 0,
-                                            "calls": 0, "cache_hits": 0, "retries": 0, "cost_usd": 0.0,
+                                            "calls": 0, "cache_hits": 0, "retries": 0, "tokens_out": 0,
+                                            "tokens_reasoning": 0, "cost_usd": 0.0,
                                             "outputs_with_failures": [], **{k: 0 for k in KEYS}})
         t["jobs"] += 1
         t["not_applicable"] += int(s.get("not_applicable") or 0)
@@ -41,8 +44,8 @@ def collect(logs: str | Path) -> dict[str, dict]:
         llm = s.get("llm")
         if llm:
             t["llm_jobs"] += 1
-            for k in (*KEYS, "calls", "cache_hits", "retries", "cost_usd"):
-                t[k] += llm.get(k, 0)
+            for k in (*KEYS, "calls", "cache_hits", "retries", "tokens_out", "tokens_reasoning", "cost_usd"):
+                t[k] += llm.get(k) or 0
             if s.get("status") != "failed" and (llm.get("failed") or llm.get("unparsed")):
                 t["outputs_with_failures"].extend(s.get("outputs", [])[:1])
     return stages
@@ -55,7 +58,8 @@ def lines(stages: dict[str, dict]) -> list[str]:
             continue  # a stage without model calls that succeeded has nothing to report
         line = (f"aura summary: {stage} ({t['jobs']} job{'s' if t['jobs'] != 1 else ''}): items ok={t['ok']} "
                 f"unparsed={t['unparsed']} failed={t['failed']} n/a={t['not_applicable']}; calls={t['calls']} "
-                f"cache_hits={t['cache_hits']} retries={t['retries']} cost_usd={t['cost_usd']:.4f}")
+                f"cache_hits={t['cache_hits']} retries={t['retries']} tokens_out={t['tokens_out']} "
+                f"tokens_reasoning={t['tokens_reasoning']} cost_usd={t['cost_usd']:.4f}")
         if t["failed_jobs"]:
             line += f"; {len(t['failed_jobs'])} job(s) FAILED, first: {t['failed_jobs'][0]}"
         if t["outputs_with_failures"]:

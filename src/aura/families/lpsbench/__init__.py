@@ -190,4 +190,5 @@ FAMILY = Family(
                 "estimate.lpsbench_user_calls": "lpsbench.estimate.user_calls"},
     estimate="aura.families.lpsbench.estimate:lpsbench_lines",
     viewer="aura.families.lpsbench.viewer:PART", order=2,
+    tool_roles=frozenset({"lps_agent"}),  # agent.ROLE: the agent's calls offer the case's tools
 )

@@ -11,7 +11,9 @@ source, ``MODULE_TOKENS`` on average when the checkout is not there yet). The as
 ``lpsbench.estimate.user_calls`` simulated-user calls per benign case in the mitigated variant; the evaluator
 reads each episode's whole record once. Token sizes: the prompt files rendered with empty variables, plus the
 cases' average instruction and tool specs (characters / 4). With a pinned download, the note says first that
-the download (no model call) comes before everything else.
+the download (no model call) comes before everything else. Completions are the visible answers, capped by the
+call's max_tokens / max_completion_tokens; the reasoning tokens estimate.reasoning_tokens assumes for a model are
+added per call within that cap and are not carried into the conversation (no OpenAI-compatible API sends them back).
 Every line carries the LLM-layer role its calls run under (agent.py, tool_server.py, evaluate.py,
 generate.py: none of them a role the Batch API takes) and the prompts they render.
 """
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aura.estimate import CHARS_PER_TOKEN, Line, completion_tokens, priced_line
+from aura.estimate import CHARS_PER_TOKEN, Line, completion_tokens, output_cap, priced_line
 from aura.io import read_jsonl
 from aura.pipeline.layout import layout
 from aura.prompts import get_prompt
@@ -68,14 +70,16 @@ def _prompt_tokens(name: str) -> int:
 
 
 def _completion(config, kind: str, model: str, params: dict | None = None) -> int:
-    return completion_tokens(config, f"lpsbench-{kind}", model, COMPLETION[kind],
-                             max_tokens=(params or {}).get("max_tokens"))
+    """Visible completion tokens per call, capped by the call's max_tokens / max_completion_tokens (output_cap)."""
+    return completion_tokens(config, f"lpsbench-{kind}", model, COMPLETION[kind], max_tokens=output_cap(params))
 
 
 def _line(config, stage: str, model: str, calls: int, tokens_in: int, out_each: int, basis: str, *,
-          role: str, prompts: tuple[str, ...]) -> Line:
+          role: str, prompts: tuple[str, ...], params: dict | None = None) -> Line:
+    """`calls` calls of `out_each` visible completion tokens, plus the model's assumed reasoning tokens within
+    the calls' cap (`params`' max_tokens / max_completion_tokens, else the model's own)."""
     return priced_line(config, stage, model, basis, role=role, prompts=prompts, calls=calls, tokens_in=tokens_in,
-                       tokens_out=calls * out_each)
+                       tokens_out=calls * out_each, max_tokens=output_cap(params))
 
 
 def growing(base: int, step: int, steps: int) -> int:
@@ -110,7 +114,8 @@ def lpsbench_lines(config) -> tuple[list, str]:
         upstream_cases = sum(r["body"].get("tool_specs") is None for r in rows) if rows else n
         behaviour = upstream_cases * MODULE_TOKENS // max(1, n)  # generated cases: their notes are in case_tokens
         for m in evaluated(raw):
-            agent_out = _completion(config, "agent", m, (lp.get("model_params") or {}).get(m, lp["params"]))
+            agent_params = (lp.get("model_params") or {}).get(m, lp["params"])
+            agent_out = _completion(config, "agent", m, agent_params)
             emu_out = _completion(config, "emulator", lp["emulator"]) if emulated else 100  # upstream: a module's reply
             per_step = agent_out + emu_out  # the conversation grows by one answer and one observation per step
             for v in variants(raw):
@@ -121,7 +126,7 @@ def lpsbench_lines(config) -> tuple[list, str]:
                 agent_in = sum(growing(_prompt_tokens("agent_raw") + case_tokens, per_step, s) for s in steps)
                 agent_prompts = (PROMPT_OF["raw"],) if v == "raw" else (PROMPT_OF["benign"], PROMPT_OF["adversarial"])
                 lines.append(_line(config, f"lpsbench-episodes:agent ({v})", m, sum(steps), agent_in, agent_out, basis,
-                                   role=AGENT_ROLE, prompts=agent_prompts))
+                                   role=AGENT_ROLE, prompts=agent_prompts, params=agent_params))
                 tool_calls = [max(0, s - 1) for s in steps]
                 emu_in = sum(tool_calls) * (_prompt_tokens("emulator") + case_tokens + behaviour)
                 if emulated:  # upstream modules make no model call

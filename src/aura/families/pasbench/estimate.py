@@ -10,7 +10,10 @@ probe answered A), else projected: every knowledge point's explanation judged, e
 Samples per item: pasbench.samples, or the model's pasbench.samples_by_model N per set for its respond and
 judge lines (every sample); the reactive and verify lines count the first pasbench.samples (what they read).
 Token sizes: the prompt file rendered with the items' average observation (characters / 4) plus
-IMAGE_TOKENS per image; completions at the call's max_tokens (or the stage default below). Every line
+IMAGE_TOKENS per image; completions at the call's max_tokens (or the stage default below). A reasoning or
+thinking model (a pasbench.model_params entry) is priced at its whole completion budget (an upper bound) unless
+estimate.reasoning_tokens names it: then at the stage's answer size plus that many reasoning tokens per call,
+within the budget (aura.estimate.reasoning_tokens; every other named model gets them the same way). Every line
 carries the LLM-layer role its stage passes to `LLMClient.run` (the judge's calls: `judge`, so the
 estimate prices them through the Batch API where llm.batch can send them) and the prompts it renders.
 """
@@ -18,7 +21,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aura.estimate import CHARS_PER_TOKEN, Line, completion_tokens, exact_line, offline_client, projected_line
+from aura.estimate import (CHARS_PER_TOKEN, Line, completion_tokens, exact_line, offline_client, output_cap,
+                           projected_line, reasoning_assumptions)
 from aura.io import read_jsonl
 from aura.pipeline.layout import layout
 from aura.prompts import get_prompt
@@ -73,22 +77,40 @@ def _tokens_in(prompt_name: str, extra_chars: int = 0, images: float = 0.0) -> i
 
 def reasoning_budget(config, model: str) -> int | None:
     """The completion budget of a model in pasbench.model_params (a reasoning or thinking model): its
-    max_completion_tokens, else max_tokens; None for the others. Its calls are priced at it: reasoning tokens
-    are billed as output and never shown, so the budget is the bound the run can reach (an upper bound)."""
+    max_completion_tokens or max_tokens (aura.estimate.output_cap); None for the others. Without a reasoning
+    assumption (estimate.reasoning_tokens) its calls are priced at it: reasoning tokens are billed as output and
+    never shown, so the budget is the bound the run can reach (an upper bound)."""
     own = (section(config.raw).get("model_params") or {}).get(model)
-    return (own.get("max_completion_tokens") or own.get("max_tokens")) if own else None
+    return output_cap(own) if own else None
+
+
+def at_budget(config, model: str) -> int | None:
+    """The budget a model's evaluated calls are priced at whole: its reasoning_budget, unless
+    estimate.reasoning_tokens names the model (then None: answer size + the assumed reasoning, within it)."""
+    return None if model in reasoning_assumptions(config) else reasoning_budget(config, model)
 
 
 def _line(config, stage: str, model: str, calls: int, tokens_in_each: int, basis: str, kind: str,
           prompts: tuple[str, ...], role_kind: str | None = None) -> Line:
     """A line of `calls` calls of `tokens_in_each` prompt tokens, completions at the stage's size (capped by the
     model's max_tokens; pasbench.params.max_tokens for the sampled calls); a model with a budget in
-    pasbench.model_params at that budget (reasoning_budget); its role is ROLE[role_kind or kind]."""
-    sampled = section(config.raw)["params"].get("max_tokens") if kind in ("respond", "reactive") else None
-    out = reasoning_budget(config, model) if ROLE[kind] == "evaluated" else None  # model_params: evaluated calls
-    out = out or completion_tokens(config, f"pasbench-{kind}", model, COMPLETION[kind], max_tokens=sampled)
+    pasbench.model_params at that budget (at_budget), or, named in estimate.reasoning_tokens, at the stage's
+    size plus its assumed reasoning within the budget; its role is ROLE[role_kind or kind]."""
+    evaluated_call = ROLE[kind] == "evaluated"  # model_params: the evaluated model's calls
+    cap = _cap(config, model, kind) if evaluated_call else None
+    out = at_budget(config, model) if evaluated_call else None
+    out = out or completion_tokens(config, f"pasbench-{kind}", model, COMPLETION[kind], max_tokens=cap)
     return projected_line(config, stage, model, calls, tokens_in_each, role=ROLE[role_kind or kind], prompts=prompts,
-                          out_each=out, basis=basis)
+                          out_each=out, basis=basis, max_tokens=cap)
+
+
+def _cap(config, model: str, kind: str) -> int | None:
+    """The output cap of an evaluated call: the model's pasbench.model_params budget, else pasbench.params'
+    max_tokens / max_completion_tokens for the sampled calls (respond, reactive), else None (the model's own)."""
+    budget = reasoning_budget(config, model)
+    if budget:
+        return budget
+    return output_cap(section(config.raw)["params"]) if kind in ("respond", "reactive") else None
 
 
 def _rows(path: str) -> list[dict] | None:
@@ -135,7 +157,9 @@ def pasbench_lines(config) -> tuple[list, str]:
             # not the projected line's pasbench-respond size (kept as the estimate has always priced it)
             line = exact_line(config, client, "pasbench-respond", m, reqs, role=ROLE["respond"],
                               prompts=tuple(f"proactive_{x}" for x in seen),
-                              out_each=reasoning_budget(config, m) or completion_tokens(config, "respond", m))
+                              out_each=at_budget(config, m) or completion_tokens(
+                                  config, "respond", m, max_tokens=reasoning_budget(config, m)),
+                              max_tokens=_cap(config, m, "respond"))
         else:
             line = _line(config, "pasbench-respond", m, samples, respond_in, "projected", "respond",
                          tuple(f"proactive_{x}" for x in seen))
@@ -197,8 +221,12 @@ def pasbench_lines(config) -> tuple[list, str]:
                 lines.append(_line(config, "pasbench-construct-images:check", c["images"]["check_model"], n,
                                    _tokens_in("construct_image_check", 300, images=2), "projected", "judge",
                                    ("construct_image_check",), role_kind="image_check"))
-    budgeted = [m for m in evaluated(raw) if reasoning_budget(config, m)]
-    if budgeted:  # reasoning / thinking models: their calls priced at their whole completion budget
+    budgeted = [m for m in evaluated(raw) if at_budget(config, m)]
+    if budgeted:  # reasoning / thinking models with no reasoning assumption: priced at their whole budget
         note += (f"; {', '.join(budgeted)}: completions at their pasbench.model_params budget (reasoning tokens "
                  "are billed as output: an upper bound)")
+    assumed = [m for m in evaluated(raw) if reasoning_budget(config, m) and not at_budget(config, m)]
+    if assumed:
+        note += (f"; {', '.join(assumed)}: completions at the stage's answer size plus estimate.reasoning_tokens per "
+                 "call, within their pasbench.model_params budget (not the whole budget)")
     return lines, note

@@ -1,0 +1,237 @@
+"""`python -m aura preflight --configfile F`: a few real calls before a paid run, one per thing it relies on.
+
+For every model the run would call on a remote endpoint (the models of `aura estimate`'s lines), one short
+call per capability its stages use, each sent exactly as the run sends it (the model's params, the endpoint's
+structured-output style, through :meth:`LLMClient.prepare`), never from the cache:
+
+* ``chat``: one plain question;
+* ``structured``: a one-field JSON schema, when the endpoint takes structured output; the answer must parse;
+* ``tools``: one offered function, when the model serves a role whose calls offer tools (a family's
+  ``tool_roles``);
+* ``images``: one small PNG, when the model has ``vision: true``;
+* ``batch``: the endpoint's batch listing (no request is created, nothing is billed), when it has ``batch``.
+
+One line each, ``ok`` or what the server said, then the preflight's own cost. The result goes to
+``<paths.logs>/preflight/<config hash>.json``; with ``llm.require_preflight: true`` the LLM layer sends no
+call to a remote endpoint until a preflight of the same config (same hash) has passed. Local (embedded)
+endpoints are free and offline: not checked. Exit status 0 when every check passed, 1 otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .config import Config, ConfigError, load_config
+
+SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
+          "additionalProperties": False}
+TOOL = {"type": "function", "function": {"name": "get_time", "description": "The current time.",
+                                         "parameters": {"type": "object", "properties": {}}}}
+QUESTION = "This is a connectivity check. Reply with the single word: ok."
+
+
+@dataclass
+class Check:
+    endpoint: str
+    model: str
+    capability: str
+    ok: bool
+    message: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+
+    def line(self) -> str:
+        return (f"{'ok  ' if self.ok else 'FAIL'} {self.endpoint:<10} {self.model:<22} {self.capability:<10} "
+                f"{self.message}")
+
+
+def record_path(config: Config) -> Path:
+    return Path(config.paths["logs"]) / "preflight" / f"{config.hash[:16]}.json"
+
+
+def passed(config: Config) -> bool:
+    """Whether a preflight of this config (same hash) has passed."""
+    try:
+        return bool(json.loads(record_path(config).read_text(encoding="utf-8")).get("passed"))
+    except (OSError, ValueError):
+        return False
+
+
+def _png() -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (32, 32), (200, 40, 40)).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def plan(config: Config) -> list[tuple[str, list[str]]]:
+    """(model, capabilities) for every remote model the run calls, in the estimate's order."""
+    from .estimate import family_lines
+    from .families import tool_roles
+
+    tools = tool_roles(config.raw)
+    seen: dict[str, set[str]] = {}
+    for line in family_lines(config):
+        if line.role is None or line.model not in config.models:
+            continue
+        seen.setdefault(line.model, set()).add(line.role)
+    out = []
+    for name, roles in seen.items():
+        model = config.models[name]
+        ep = config.endpoints[model.endpoint]
+        if ep.kind == "local":
+            continue
+        caps = ["chat"]
+        if ep.structured_output != "none":
+            caps.append("structured")
+        if roles & tools:
+            caps.append("tools")
+        if model.vision:
+            caps.append("images")
+        if ep.batch:
+            caps.append("batch")
+        out.append((name, caps))
+    return out
+
+
+def _request(capability: str):
+    from .llm import LLMRequest
+    from .llm.images import user_content
+
+    kw = dict(item_id=f"preflight:{capability}", prompt_name="preflight", prompt_sha256="0" * 64)
+    if capability == "structured":
+        return LLMRequest(messages=[{"role": "user", "content": "Is water wet? Answer in JSON."}], schema=SCHEMA,
+                          schema_name="preflight", **kw)
+    if capability == "tools":
+        return LLMRequest(messages=[{"role": "user", "content": "What time is it? Use the tool."}], tools=[TOOL], **kw)
+    if capability == "images":
+        tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"aura-preflight-{os.getpid()}.png"
+        tmp.write_bytes(_png())
+        try:
+            content = user_content("What colour is this square? One word.", [tmp])
+        finally:
+            tmp.unlink(missing_ok=True)
+        return LLMRequest(messages=[{"role": "user", "content": content}], **kw)
+    return LLMRequest(messages=[{"role": "user", "content": QUESTION}], **kw)
+
+
+def _client(ep):
+    import openai
+
+    key = os.environ.get(ep.api_key_env) if ep.api_key_env else None
+    return openai.OpenAI(base_url=ep.base_url, api_key=key or "not-needed", max_retries=2, timeout=ep.timeout_s)
+
+
+def check(config: Config, prep, name: str, capability: str) -> Check:
+    """One capability of one model: one real call (or the batch listing)."""
+    import openai
+
+    from .llm.errors import describe
+    from .llm.structured import parse_structured
+
+    model = config.models[name]
+    ep = config.endpoints[model.endpoint]
+    result = Check(ep.name, name, capability, False, "")
+    if ep.api_key_env and not os.environ.get(ep.api_key_env):
+        result.message = f"environment variable {ep.api_key_env} is not set"
+        return result
+    api = _client(ep)
+    try:
+        if capability == "batch":
+            api.batches.list(limit=1)
+            result.ok, result.message = True, "batch listing answered"
+            return result
+        req = _request(capability)
+        messages, params, rf, _ = prep(name, req)
+        kwargs = {"model": model.model_id, "messages": messages, **params}
+        if rf is not None:
+            kwargs["response_format"] = rf
+        if req.tools:
+            kwargs["tools"] = req.tools
+        completion = api.chat.completions.create(**kwargs)
+    except openai.APIError as exc:
+        result.message = " ".join(describe(exc).split())[:300]
+        return result
+    except Exception as exc:  # noqa: BLE001 - a preflight reports whatever stops a call, one line each
+        result.message = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+        return result
+    usage = completion.usage
+    result.tokens_in, result.tokens_out = (usage.prompt_tokens, usage.completion_tokens) if usage else (0, 0)
+    result.cost_usd = model.price.cost(result.tokens_in, result.tokens_out)
+    choice = completion.choices[0] if completion.choices else None
+    if choice is None:
+        result.message = "answered with no choices"
+        return result
+    text, finish = choice.message.content, choice.finish_reason
+    if capability == "structured":
+        _, reason = parse_structured(text, SCHEMA)
+        if reason is not None:
+            result.message = f"the answer does not parse against the schema ({reason}; finish_reason {finish})"
+            return result
+    if capability == "tools" and not choice.message.tool_calls and not text:
+        result.message = f"neither a tool call nor text (finish_reason {finish})"
+        return result
+    result.ok = True
+    result.message = f"ok ({result.tokens_in}+{result.tokens_out} tokens, finish_reason {finish})"
+    return result
+
+
+def preflight(config: Config, stream=None) -> list[Check]:
+    """Every check of :func:`plan`, one line each on ``stream`` (default stdout) as it completes."""
+    from .estimate import offline_client
+
+    stream = stream or sys.stdout
+    prep = offline_client(config).prepare
+    checks = []
+    for name, caps in plan(config):
+        for capability in caps:
+            c = check(config, prep, name, capability)
+            print(c.line(), file=stream, flush=True)
+            checks.append(c)
+    return checks
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--configfile", required=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = load_config(args.configfile)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    checks = preflight(config)
+    ok = bool(checks) and all(c.ok for c in checks)
+    cost = sum(c.cost_usd for c in checks)
+    failed = sum(not c.ok for c in checks)
+    path = record_path(config)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"config": str(args.configfile), "config_hash": config.hash, "passed": ok,
+                               "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                               "cost_usd": cost, "checks": [asdict(c) for c in checks]}, indent=1), encoding="utf-8")
+    tmp.replace(path)
+    what = "no remote model to check" if not checks else f"{len(checks) - failed} of {len(checks)} checks passed"
+    print(f"preflight: {what}; cost ${cost:.4f}; {path}", file=sys.stderr)
+    return 0 if ok else 1
+
+
+def gate_message(config: Config) -> str | None:
+    """With ``llm.require_preflight: true`` and no passing preflight of this config: the one line that stops
+    the job before its first remote call; else None."""
+    if not (config.raw.get("llm") or {}).get("require_preflight") or passed(config):
+        return None
+    return (f"llm.require_preflight: no passing preflight of this config (hash {config.hash[:16]}, "
+            f"{record_path(config)}): run `python -m aura preflight --configfile <this config>` first; nothing was sent")
+
+
+__all__ = ["Check", "plan", "check", "preflight", "passed", "gate_message", "record_path", "add_arguments", "run"]

@@ -1,0 +1,116 @@
+"""`aura preflight`: one short real call per (model, capability) the run uses, one line each, its cost, a record of
+the result; and llm.require_preflight, which keeps every remote call back until a preflight of the same config
+has passed. Against the fake server: the test config's models all sit on its one endpoint."""
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+import yaml
+
+from aura.cli import main
+from aura.config import load_config
+from aura.llm import Cache, LLMClient, LLMRequest
+from aura.llm.accounting import Accounting
+from aura.llm.errors import FatalEndpointError
+from aura.preflight import plan, record_path
+from conftest import base_config
+
+
+def write(tmp_path, raw) -> str:
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return str(path)
+
+
+@pytest.fixture
+def raw(server, tmp_path):
+    raw = base_config(server.base_url, tmp_path / "cache")
+    raw["models"]["m"]["vision"] = True
+    # LPS-Bench on its demo cases: m is the agent (its calls offer tools), jb plays the tools, jc evaluates
+    raw["families"] = ["aura", "lpsbench"]
+    raw["lpsbench"] = {"evaluated": ["m"], "emulator": "jb", "evaluator": "jc", "max_steps": 2}
+    return raw
+
+
+def test_the_plan_names_each_model_and_the_capabilities_its_roles_use(raw, tmp_path):
+    config = load_config(write(tmp_path, raw))
+    caps = dict(plan(config))
+    assert caps["m"] == ["chat", "structured", "tools", "images"]  # the LPS-Bench agent, and vision: true
+    assert caps["jb"] == ["chat", "structured"]  # a judge: no tools, no vision, no batch endpoint
+
+
+STRUCTURED = {"match": {"response_format_type": "json_schema"}, "echo_schema_default": True}  # a JSON answer
+
+
+def test_every_check_passes_prints_one_line_each_and_records_the_pass(raw, tmp_path, server, capsys):
+    server.set_rules([STRUCTURED])
+    path = write(tmp_path, raw)
+    assert main(["preflight", "--configfile", path]) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    config = load_config(path)
+    expected = sum(len(c) for _, c in plan(config))
+    assert len(lines) == expected == server.request_count()  # one real call per line, none from the cache
+    assert all(line.startswith("ok ") for line in lines)
+    assert f"preflight: {expected} of {expected} checks passed; cost $" in err
+    record = json.loads(record_path(config).read_text())
+    assert record["passed"] is True and record["config_hash"] == config.hash and len(record["checks"]) == expected
+    # the fake server: 1.0 $/Mtok in, 2.0 out; every check's tokens priced so
+    assert record["cost_usd"] == pytest.approx(sum(c["tokens_in"] * 1e-6 + c["tokens_out"] * 2e-6
+                                                   for c in record["checks"]))
+
+
+def test_an_answer_that_does_not_parse_fails_the_structured_check(raw, tmp_path, server, capsys):
+    path = write(tmp_path, raw)  # no rule: the fake server answers "ok" to everything, JSON asked or not
+    assert main(["preflight", "--configfile", path]) == 1
+    failing = [line for line in capsys.readouterr().out.splitlines() if line.startswith("FAIL")]
+    assert len(failing) == 3 and all("structured the answer does not parse against the schema" in line
+                                     for line in failing)  # m, jb, jc
+
+
+def test_a_refused_parameter_is_one_failing_line_with_the_servers_message(raw, tmp_path, server, capsys):
+    message = "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens'."
+    server.set_rules([{"match": {"model": "judge-b"}, "status": 400, "code": "unsupported_parameter",
+                       "message": message}, STRUCTURED])
+    path = write(tmp_path, raw)
+    assert main(["preflight", "--configfile", path]) == 1
+    out, err = capsys.readouterr()
+    failing = [line for line in out.splitlines() if line.startswith("FAIL")]
+    assert len(failing) == 2 and all(" jb " in line and message in line for line in failing)  # chat, structured
+    assert "checks passed" in err and not json.loads(record_path(load_config(path)).read_text())["passed"]
+
+
+def test_require_preflight_keeps_remote_calls_back_until_a_preflight_passed(raw, tmp_path, server, capsys):
+    raw["llm"] = {"require_preflight": True}
+    path = write(tmp_path, raw)
+    config = load_config(path)
+    req = LLMRequest(item_id="a", messages=[{"role": "user", "content": "hi"}], prompt_name="t.v1",
+                     prompt_sha256="0" * 64)
+    client = LLMClient(config, Cache(config.paths["cache"]), Accounting(label="t", stream=io.StringIO()))
+    with client, pytest.raises(FatalEndpointError) as ei:
+        client.run("judge", "m", [req])
+    assert str(ei.value).startswith(f"llm.require_preflight: no passing preflight of this config (hash "
+                                    f"{config.hash[:16]}, ")
+    assert server.request_count() == 0  # nothing was sent
+    server.set_rules([STRUCTURED])
+    assert main(["preflight", "--configfile", path]) == 0
+    capsys.readouterr()
+    sent = server.request_count()
+    client = LLMClient(config, Cache(config.paths["cache"]), Accounting(label="t", stream=io.StringIO()))
+    with client:
+        (res,) = client.run("judge", "m", [req])
+    assert res.status == "ok" and server.request_count() == sent + 1
+
+
+def test_require_preflight_keeps_a_batch_back_too(server, tmp_path):
+    raw = base_config(server.base_url, tmp_path / "cache", batch=True)
+    raw["llm"] = {"require_preflight": True, "batch": {"roles": ["judge"], "poll_s": 0.01}}
+    config = load_config(write(tmp_path, raw))
+    req = LLMRequest(item_id="a", messages=[{"role": "user", "content": "hi"}], prompt_name="t.v1",
+                     prompt_sha256="0" * 64)
+    client = LLMClient(config, Cache(config.paths["cache"]), Accounting(label="t", stream=io.StringIO()))
+    with client, pytest.raises(FatalEndpointError, match=r"^llm.require_preflight: no passing preflight"):
+        client.run("judge", "m", [req])
+    assert server.request_count() == 0 and server.requests() == []  # no upload, no batch, no call

@@ -24,8 +24,9 @@ from a line's display label. Spends nothing: no server is started and no request
 """
 from __future__ import annotations
 
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 import yaml
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from .llm import LLMClient, LLMRequest
 
 CHARS_PER_TOKEN = 4
+SAMPLE_REQUESTS = 32  # requests an exact line keeps for `aura preflight --calibrate K` (K at most this)
 DEFAULT_COMPLETION_TOKENS = 150  # completion tokens of a call whose family names no size and no config key
 
 
@@ -61,6 +63,8 @@ class Line:
     batch_usd: float | None = None  # through the Batch API where the line can be (estimate_views)
     cached_usd: float | None = None  # live, the static prompt prefix partly at price.cached_input
     both_usd: float | None = None  # both levers
+    measured_calls: int = 0  # > 0: tokens per call measured from that many logged calls (apply_measured)
+    sample: list = field(default_factory=list, repr=False)  # exact lines: their first uncached requests
 
     def __post_init__(self) -> None:
         if isinstance(self.prompts, str):
@@ -165,6 +169,8 @@ def exact_line(config: Config, client: "LLMClient", stage: str, model: str, requ
             line.cached += 1
             continue
         tin = sum(len(m["content"]) for m in messages) // CHARS_PER_TOKEN
+        if len(line.sample) < SAMPLE_REQUESTS:
+            line.sample.append(req)
         line.calls += 1
         line.tokens_in += tin
         line.tokens_out += out_each
@@ -188,8 +194,61 @@ def estimate(config: Config) -> Estimate:
     costs (estimate_views)."""
     reasoning_assumptions(config)  # an unknown model named there stops the estimate before any line
     lines = family_lines(config)
+    apply_measured(config, lines, measured_calls(config))
     estimate_views(config, lines)
     return lines
+
+
+# --- measured tokens: what logged calls used, in place of the assumptions ------------------------------
+
+def _prompt_base(name: str) -> str:
+    """A prompt reference without its version: "judge_safety.v2" -> "judge_safety"."""
+    head, _, tail = name.rpartition(".v")
+    return head if head and tail.isdigit() else name
+
+
+def measured_calls(config: Config) -> dict[tuple[str, str, str], list[dict]]:
+    """The answered calls logged under paths.logs (every job's ``*.calls.jsonl``, `aura preflight --calibrate`'s
+    too) by (model, role, prompt without version): the first answer of each call that reached a server (no cache
+    hit, no repair, status ok)."""
+    from .io import read_jsonl
+
+    out: dict[tuple[str, str, str], list[dict]] = {}
+    logs = Path(config.paths["logs"])
+    for path in sorted(logs.rglob("*.calls.jsonl")) if logs.is_dir() else []:
+        try:
+            records = list(read_jsonl(path))
+        except (OSError, ValueError):
+            continue  # a log cut short by a kill: its calls are not evidence
+        for rec in records:
+            if (rec.get("cache_hit") or rec.get("purpose") != "answer" or rec.get("status") != "ok"
+                    or not rec.get("prompt_name")):
+                continue
+            key = (rec.get("model"), rec.get("role"), _prompt_base(rec["prompt_name"]))
+            out.setdefault(key, []).append(rec)
+    return out
+
+
+def apply_measured(config: Config, lines: list[Line], measured: dict[tuple[str, str, str], list[dict]]) -> None:
+    """Reprice each line whose (model, role, one of its prompts) has logged calls at their mean prompt, completion
+    and reasoning tokens per call (completion includes reasoning, as the servers bill it); basis "measured"."""
+    for ln in lines:
+        if ln.role is None or ln.model not in config.models or not ln.calls:
+            continue
+        recs = [r for p in ln.prompts for r in measured.get((ln.model, ln.role, _prompt_base(p)), [])]
+        if not recs:
+            continue
+        n = len(recs)
+        mean_in = sum(r.get("tokens_in") or 0 for r in recs) / n
+        mean_out = sum(r.get("tokens_out") or 0 for r in recs) / n
+        reported = [r["tokens_reasoning"] for r in recs if r.get("tokens_reasoning") is not None]
+        price = config.models[ln.model].price
+        ln.tokens_in, ln.tokens_out = round(ln.calls * mean_in), round(ln.calls * mean_out)
+        ln.reasoning_each = round(sum(reported) / len(reported)) if reported else None
+        ln.reasoning_tokens = ln.calls * (ln.reasoning_each or 0)
+        ln.cost_usd = price.cost(ln.tokens_in, ln.tokens_out)
+        ln.reasoning_usd = price.cost(0, ln.reasoning_tokens)
+        ln.basis, ln.measured_calls = "measured", n
 
 
 def family_lines(config: Config) -> Estimate:
@@ -287,6 +346,8 @@ def _views_note(config: Config, lines: list[Line]) -> list[str]:
 
 def _reasoning_cell(ln: Line, assumed: dict[str, int]) -> str:
     """The line's reasoning column: the tokens assumed per call, 'cap' when its output cap cut them, or none."""
+    if ln.measured_calls:
+        return "none*" if ln.reasoning_each is None else f"{ln.reasoning_each}*"
     if ln.reasoning_each is None:
         return "none"
     cut = ln.reasoning_each < assumed.get(ln.model, ln.reasoning_each)
@@ -340,16 +401,23 @@ def format_estimate(lines: list[Line], config: Config | None = None) -> str:
 
     rows.append(total_row("TOTAL", tot["with"]))
     if any(ln.reasoning_tokens for ln in lines):
-        rows.append(total_row("  of which reasoning (assumed)", tot["reasoning"], counts=False))
+        rows.append(total_row("  of which reasoning", tot["reasoning"], counts=False))
         rows.append(total_row("TOTAL without reasoning tokens", tot["without"]))
     rows.append("exact = requests built and checked against the cache (hits excluded); counted = calls counted "
                 "from the stage's input file (cache not checked, first answers only); projected = inputs not "
                 "produced yet, from the counts named above and each family's assumptions (<family>.estimate in "
-                "the config)")
+                "the config); measured = the line's calls counted as above, their prompt, output and reasoning "
+                "tokens per call the mean of the answered calls logged under paths.logs for the same model, role "
+                "and prompt (a run's calls logs, or `aura preflight --calibrate K`)")
+    measured = [ln for ln in lines if ln.measured_calls]
+    if measured:
+        rows.append(f"{len(measured)} of {len(lines)} lines measured (from {sum(ln.measured_calls for ln in measured)} "
+                    "logged calls); the others assumed")
     named = ", ".join(f"{m} {n}" for m, n in assumed.items()) or "none"
     rows.append("reason/call = hidden reasoning tokens assumed per call (estimate.reasoning_tokens, until measured: "
                 f"{named}), priced at the model's output price and included in tokens_out; 'cap' = cut to fit the "
-                "call's max_tokens / max_completion_tokens; none = no reasoning tokens assumed for the model")
+                "call's max_tokens / max_completion_tokens; none = no reasoning tokens assumed for the model; '*' = "
+                "measured: the mean the logged calls' servers reported (none*: they reported none)")
     if config is not None:
         rows += _views_note(config, lines)
     return "\n".join(rows)

@@ -11,7 +11,9 @@ structured-output style, through :meth:`LLMClient.prepare`), never from the cach
 * ``images``: one small PNG, when the model has ``vision: true``;
 * ``batch``: the endpoint's batch listing (no request is created, nothing is billed), when it has ``batch``.
 
-One line each, ``ok`` or what the server said, then the preflight's own cost. The result goes to
+One line each, ``ok`` or what the server said, then the preflight's own cost. ``--calibrate K`` then sends K
+real requests of every stage and model whose inputs exist (:func:`calibrate`), and `aura estimate` prices
+those lines from the tokens they used. The result goes to
 ``<paths.logs>/preflight/<config hash>.json``; with ``llm.require_preflight: true`` the LLM layer sends no
 call to a remote endpoint until a preflight of the same config (same hash) has passed. Local (embedded)
 endpoints are free and offline: not checked. Exit status 0 when every check passed, 1 otherwise.
@@ -199,8 +201,50 @@ def preflight(config: Config, stream=None) -> list[Check]:
     return checks
 
 
+def calibrate(config: Config, k: int, stream=None) -> tuple[int, float]:
+    """Send the first ``k`` uncached requests of every exact estimate line on a remote endpoint as its stage
+    sends them, through the cache (so the run reuses the answers: paid once), and log the calls under
+    ``<paths.logs>/preflight/``, where `aura estimate` reads them (measured lines). Returns (calls, cost)."""
+    from .estimate import SAMPLE_REQUESTS, family_lines
+    from .llm import Cache, LLMClient
+    from .llm.accounting import Accounting
+    from .llm.errors import FatalEndpointError, TooManyFailures
+
+    stream = stream or sys.stdout
+    k = min(k, SAMPLE_REQUESTS)
+    lines = [ln for ln in family_lines(config) if ln.role is not None and ln.model in config.models
+             and config.endpoints[config.models[ln.model].endpoint].kind != "local"]
+    calls, cost = 0, 0.0
+    log = record_path(config).with_name(f"calibrate.{config.hash[:16]}.calls.jsonl")
+    acc = Accounting(label="calibrate", stream=io.StringIO())
+    with LLMClient(config, Cache(config.paths["cache"]), acc) as client:
+        for ln in lines:
+            if not ln.sample:
+                print(f"calibrate {ln.stage:<34} {ln.model:<22} not calibrated: its inputs do not exist yet "
+                      f"({ln.basis}); a small real run's call logs measure it", file=stream)
+                continue
+            before = len(acc.records)
+            try:
+                client.run(ln.role, ln.model, ln.sample[:k], desc=f"calibrate:{ln.stage}")
+            except (FatalEndpointError, TooManyFailures) as exc:
+                print(f"calibrate {ln.stage:<34} {ln.model:<22} FAIL {' '.join(str(exc).split())[:300]}", file=stream)
+                continue
+            recs = acc.records[before:]
+            sent = [r for r in recs if not r.cache_hit]
+            calls, cost = calls + len(sent), cost + sum(r.cost_usd for r in recs)
+            mean = (lambda f: sum(getattr(r, f) or 0 for r in sent) / len(sent)) if sent else (lambda f: 0)
+            print(f"calibrate {ln.stage:<34} {ln.model:<22} {len(sent)} call(s): {mean('tokens_in'):.0f} in, "
+                  f"{mean('tokens_out'):.0f} out, {mean('tokens_reasoning'):.0f} reasoning per call", file=stream)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    acc.write_records(log)
+    return calls, cost
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--configfile", required=True)
+    p.add_argument("--calibrate", type=int, metavar="K", default=0,
+                   help="after the checks, send K real requests of each stage and model whose inputs exist (through "
+                        "the cache: the run reuses them); `aura estimate` then prices those lines from what they used")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -222,6 +266,10 @@ def run(args: argparse.Namespace) -> int:
     tmp.replace(path)
     what = "no remote model to check" if not checks else f"{len(checks) - failed} of {len(checks)} checks passed"
     print(f"preflight: {what}; cost ${cost:.4f}; {path}", file=sys.stderr)
+    if ok and args.calibrate > 0:
+        sent, usd = calibrate(config, args.calibrate)
+        print(f"preflight --calibrate {args.calibrate}: {sent} call(s), cost ${usd:.4f}; `python -m aura estimate "
+              f"--configfile {args.configfile}` now prices the calibrated lines from them", file=sys.stderr)
     return 0 if ok else 1
 
 
@@ -234,4 +282,5 @@ def gate_message(config: Config) -> str | None:
             f"{record_path(config)}): run `python -m aura preflight --configfile <this config>` first; nothing was sent")
 
 
-__all__ = ["Check", "plan", "check", "preflight", "passed", "gate_message", "record_path", "add_arguments", "run"]
+__all__ = ["Check", "plan", "check", "preflight", "calibrate", "passed", "gate_message", "record_path",
+           "add_arguments", "run"]

@@ -356,7 +356,7 @@ def test_reasoning_tokens_assumed_for_one_model_are_priced_as_output(server, tmp
     assert row("rollout", "m")[-5] == "1000"  # the reason/call column, before the four costs
     assert row("judge (m)", "jb")[-5] == "none"  # jb is not named: no reasoning assumed
     rows = {r[:34].strip(): r.split() for r in out.splitlines() if r.startswith(("TOTAL", "  of which"))}
-    with_r, only_r = rows["TOTAL"], rows["of which reasoning (assumed)"]
+    with_r, only_r = rows["TOTAL"], rows["of which reasoning"]
     without = rows["TOTAL without reasoning tokens"]
     total_live = sum(ln.cost_usd for ln in lines)
     reasoning_live = sum(ln.reasoning_usd for ln in lines)  # every line of m: its calls x 1000 x $30 / 1M

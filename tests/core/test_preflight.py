@@ -114,3 +114,45 @@ def test_require_preflight_keeps_a_batch_back_too(server, tmp_path):
     with client, pytest.raises(FatalEndpointError, match=r"^llm.require_preflight: no passing preflight"):
         client.run("judge", "m", [req])
     assert server.request_count() == 0 and server.requests() == []  # no upload, no batch, no call
+
+
+# ---------------------------------------------------------------------------------------------
+# measured tokens: a run's call logs, or --calibrate K, in place of the estimate's assumptions
+
+
+def pas_config(server, tmp_path) -> dict:
+    """PaSBench on its demo data, one evaluated model (m), judge jb; the items file is built below, so the respond
+    line is exact (its requests exist) and the judge line projected (its inputs do not)."""
+    raw = base_config(server.base_url, tmp_path / "cache")
+    raw["families"] = ["pasbench"]
+    raw["pasbench"] = {"samples": 2, "evaluated": ["m"], "judge": "jb", "knowledge_probe": False,
+                       "reactive_probe": False, "propose_verify": False, "construct": {"enabled": False}}
+    return raw
+
+
+def test_calibrate_sends_k_requests_per_exact_line_and_the_estimate_prices_it_from_them(server, tmp_path, capsys):
+    from aura.estimate import estimate
+    from aura.pipeline.layout import layout
+
+    raw = pas_config(server, tmp_path)
+    path = write(tmp_path, raw)
+    items = layout(load_config(path).raw)["pasbench_items"]
+    assert main(["pasbench-items", "--configfile", path, "--out", f"items={items}"]) == 0
+    before = {(ln.stage, ln.model): ln for ln in estimate(load_config(path))}
+    respond = before[("pasbench-respond", "m")]
+    assert respond.basis == "exact" and respond.calls > 3 and respond.sample
+    # every answer: 40 characters (10 completion tokens, as the fake server counts) and 30 reasoning tokens on top
+    server.set_rules([STRUCTURED, {"match": {}, "content": "x" * 40, "reasoning_tokens": 30}])
+    assert main(["preflight", "--configfile", path, "--calibrate", "3"]) == 0
+    out, err = capsys.readouterr()
+    assert "pasbench-respond" in out and "3 call(s)" in out and "not calibrated: its inputs do not exist yet" in out
+    assert "preflight --calibrate 3: 3 call(s), cost $" in err
+    after = {(ln.stage, ln.model): ln for ln in estimate(load_config(path))}
+    ln = after[("pasbench-respond", "m")]
+    # measured: completion 10 + 30 reasoning = 40 tokens out per call, 30 of them reasoning; the 3 answered calls
+    # are in the cache now, so the run (and the estimate) counts them as cached
+    assert (ln.basis, ln.measured_calls, ln.reasoning_each) == ("measured", 3, 30)
+    assert ln.calls == respond.calls - 3 and ln.cached == respond.cached + 3
+    assert ln.tokens_out == 40 * ln.calls and ln.reasoning_tokens == 30 * ln.calls
+    assert ln.cost_usd == pytest.approx((ln.tokens_in * 1.0 + ln.tokens_out * 2.0) / 1e6)
+    assert after[("pasbench-judge (m)", "jb")].basis == before[("pasbench-judge (m)", "jb")].basis != "measured"

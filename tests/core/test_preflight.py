@@ -42,10 +42,11 @@ def test_the_plan_names_each_model_and_the_capabilities_its_roles_use(raw, tmp_p
 
 
 STRUCTURED = {"match": {"response_format_type": "json_schema"}, "echo_schema_default": True}  # a JSON answer
+TOOL_CALL = {"match": {"contains": "Use the tool."}, "tool_calls": [{"name": "get_time", "arguments": {}}]}
 
 
 def test_every_check_passes_prints_one_line_each_and_records_the_pass(raw, tmp_path, server, capsys):
-    server.set_rules([STRUCTURED])
+    server.set_rules([STRUCTURED, TOOL_CALL])
     path = write(tmp_path, raw)
     assert main(["preflight", "--configfile", path]) == 0
     out, err = capsys.readouterr()
@@ -62,18 +63,38 @@ def test_every_check_passes_prints_one_line_each_and_records_the_pass(raw, tmp_p
                                                    for c in record["checks"]))
 
 
-def test_an_answer_that_does_not_parse_fails_the_structured_check(raw, tmp_path, server, capsys):
-    path = write(tmp_path, raw)  # no rule: the fake server answers "ok" to everything, JSON asked or not
+def test_an_answer_that_does_not_parse_or_calls_no_tool_fails_its_check(raw, tmp_path, server, capsys):
+    path = write(tmp_path, raw)  # no rule: the fake server answers "ok" to everything, JSON or a tool asked or not
     assert main(["preflight", "--configfile", path]) == 1
     failing = [line for line in capsys.readouterr().out.splitlines() if line.startswith("FAIL")]
-    assert len(failing) == 3 and all("structured the answer does not parse against the schema" in line
-                                     for line in failing)  # m, jb, jc
+    assert len(failing) == 4  # m, jb, jc: structured; m: tools
+    assert sum("structured the answer does not parse against the schema" in line for line in failing) == 3
+    assert sum(" m " in line and "tools      no tool call although one was required" in line for line in failing) == 1
+
+
+def test_the_batch_check_lists_one_batch_of_the_api_the_endpoint_names(server, tmp_path, capsys):
+    """batch: true lists one OpenAI batch at base_url; batch: anthropic one Message Batch at batch_base_url (the
+    fake Anthropic server), not the OpenAI layer's absent /v1/batches. Nothing is created."""
+    from fake_anthropic_batch import FakeAnthropicBatchServer
+
+    server.set_rules([STRUCTURED])
+    with FakeAnthropicBatchServer() as anth:
+        for batch, extra in ((True, {}), ("anthropic", {"batch_base_url": anth.base_url})):
+            raw = base_config(server.base_url, tmp_path / "cache", batch=batch, **extra)
+            raw["aura"]["roles"]["judges"] = ["m", "jb", "jc"]
+            path = write(tmp_path, raw)
+            assert main(["preflight", "--configfile", path]) == 0
+            lines = [ln for ln in capsys.readouterr().out.splitlines() if " batch " in ln]
+            label = "Message Batches API" if batch == "anthropic" else "Batch API"
+            assert lines and all(ln.startswith("ok ") and f"{label} listing answered" in ln for ln in lines)
+        assert [r["path"].split("?")[0] for r in anth.requests()] == ["/v1/messages/batches"] * len(lines)
+    assert not [r for r in server.requests() if "/batches" in r["path"] and r["method"] != "GET"]
 
 
 def test_a_refused_parameter_is_one_failing_line_with_the_servers_message(raw, tmp_path, server, capsys):
     message = "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens'."
     server.set_rules([{"match": {"model": "judge-b"}, "status": 400, "code": "unsupported_parameter",
-                       "message": message}, STRUCTURED])
+                       "message": message}, STRUCTURED, TOOL_CALL])
     path = write(tmp_path, raw)
     assert main(["preflight", "--configfile", path]) == 1
     out, err = capsys.readouterr()
@@ -94,7 +115,7 @@ def test_require_preflight_keeps_remote_calls_back_until_a_preflight_passed(raw,
     assert str(ei.value).startswith(f"llm.require_preflight: no passing preflight of this config (hash "
                                     f"{config.hash[:16]}, ")
     assert server.request_count() == 0  # nothing was sent
-    server.set_rules([STRUCTURED])
+    server.set_rules([STRUCTURED, TOOL_CALL])
     assert main(["preflight", "--configfile", path]) == 0
     capsys.readouterr()
     sent = server.request_count()
@@ -142,7 +163,7 @@ def test_calibrate_sends_k_requests_per_exact_line_and_the_estimate_prices_it_fr
     respond = before[("pasbench-respond", "m")]
     assert respond.basis == "exact" and respond.calls > 3 and respond.sample
     # every answer: 40 characters (10 completion tokens, as the fake server counts) and 30 reasoning tokens on top
-    server.set_rules([STRUCTURED, {"match": {}, "content": "x" * 40, "reasoning_tokens": 30}])
+    server.set_rules([STRUCTURED, TOOL_CALL, {"match": {}, "content": "x" * 40, "reasoning_tokens": 30}])
     assert main(["preflight", "--configfile", path, "--calibrate", "3"]) == 0
     out, err = capsys.readouterr()
     assert "pasbench-respond" in out and "3 call(s)" in out and "not calibrated: its inputs do not exist yet" in out

@@ -45,17 +45,19 @@ def test_two_items_with_one_request_make_one_call_and_share_its_answer(make_conf
     assert server.request_count() == 2
 
 
-def test_a_failed_call_leaves_the_waiting_request_to_try_itself(make_config, server):
-    # the first call gets a 400 on an item-level error (the prompt is too long): its item fails, and the
-    # request that waited on it sends itself and is answered
-    server.set_rules([{"match": {}, "times": 1, "status": 400, "delay": 0.05, "code": "context_length_exceeded",
-                       "message": "This model's maximum context length is 8 tokens"},
-                      {"match": {}, "content": "answered"}])
-    cfg = make_config()
+def test_a_failed_call_fails_the_identical_request_waiting_on_it_unsent(make_config, server):
+    # the call gets a 400 on an item-level error (the prompt is too long): its item fails, and the identical
+    # request that waited on it fails with the same reason instead of paying for the same refusal again
+    server.set_rules([{"match": {}, "status": 400, "delay": 0.05, "code": "context_length_exceeded",
+                       "message": "This model's maximum context length is 8 tokens"}])
+    cfg = make_config({"llm": {"max_failed_items": 2}})  # two failed items stay under the job's ceiling
     with client(cfg) as llm:
         a, b = llm.run("judge", "m", [req("a"), req("b")])
-    assert sorted([a.status, b.status]) == ["failed", "ok"] and "answered" in (a.text, b.text)
-    assert server.request_count() == 2
+        failed = llm.acc.outcomes["failed"]
+    assert server.request_count() == 1 and (a.status, b.status, failed) == ("failed", "failed", 2)
+    sent, waited = (a, b) if "identical request" in b.error else (b, a)
+    assert "maximum context length" in sent.error
+    assert waited.error == f"its identical request ({sent.item_id}) failed: {sent.error}"
 
 
 def test_two_jobs_missing_one_key_both_keep_the_answer_stored_first(make_config, server):

@@ -96,6 +96,14 @@ def test_a_layout_in_doubt_gives_no_count_and_says_why(tmp_path):
     layout = detect(tmp_path / "unequal.png")
     assert layout.count is None
     assert layout.how == "seams along the width at [120]: not at one equal division of the side"
+    # three panels that are no grid: a tall one beside two stacked ones, and two over one wide one; the seam
+    # between the stacked ones runs through one column only, so there is no count (not 4 cells of a grid)
+    tall = row([scene(38, (160, 320)), column([scene(39), scene(40)])])
+    wide = column([row([scene(41), scene(42)]), scene(43, (320, 160))])
+    for name, img in (("tall", tall), ("wide", wide)):
+        img.save(tmp_path / f"{name}.png")
+        layout = detect(tmp_path / f"{name}.png")
+        assert layout.count is None and layout.how.endswith("not a grid"), (name, layout.how)
     # a 3 x 2 grid holds 6 panels, more than an item has (1-4)
     column([row([scene(s) for s in (32, 33, 34)]), row([scene(s) for s in (35, 36, 37)])]).save(tmp_path / "six.png")
     six = detect(tmp_path / "six.png")

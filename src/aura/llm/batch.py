@@ -106,6 +106,9 @@ class BatchAPI(Protocol):
 
     def retrieve(self, batch_id: str) -> BatchView: ...
 
+    def listing(self) -> None:
+        """List one batch (creates nothing, bills nothing): `aura preflight`'s check that the API answers."""
+
     def results(self, batch: BatchView) -> Iterator[tuple[str, Any]]:
         """(custom_id, outcome) per result: a ChatCompletion (an answer), a str (why it failed), or None
         (not run: expired or cancelled, left to resubmit)."""
@@ -115,6 +118,17 @@ class BatchAPI(Protocol):
     def describe(self, exc: BaseException) -> str: ...
 
     def close(self) -> None: ...
+
+
+def batch_api(ep: "Endpoint", options: dict, claimed: Callable[[], set[str]] = set) -> BatchAPI:
+    """The adapter of the batch API the endpoint names (``batch: true | openai | anthropic``)."""
+    key = os.environ.get(ep.api_key_env) if ep.api_key_env else None
+    if ep.api_key_env and not key:
+        raise FatalEndpointError(f"endpoint '{ep.name}': environment variable {ep.api_key_env} is not set")
+    if ep.batch_api == "anthropic":
+        from .batch_anthropic import AnthropicBatchAPI
+        return AnthropicBatchAPI(ep, key, options, claimed)
+    return OpenAIBatchAPI(ep, key, options, claimed)
 
 
 class OpenAIBatchAPI:
@@ -143,6 +157,9 @@ class OpenAIBatchAPI:
             input_file_id=state["input_file_id"], endpoint=CHAT_PATH,
             completion_window=self.opt["completion_window"], metadata={"aura_state": state["name"]})
         return {"batch_id": batch.id}
+
+    def listing(self) -> None:
+        self.client.batches.list(limit=1)
 
     def find(self, state: dict) -> dict | None:
         """The live batch whose metadata names this state, among those created since the state was written
@@ -268,13 +285,7 @@ class BatchRunner:
 
     # the endpoint ----------------------------------------------------------------------------
     def _api(self, ep: "Endpoint") -> BatchAPI:
-        key = os.environ.get(ep.api_key_env) if ep.api_key_env else None
-        if ep.api_key_env and not key:
-            raise FatalEndpointError(f"endpoint '{ep.name}': environment variable {ep.api_key_env} is not set")
-        if ep.batch_api == "anthropic":
-            from .batch_anthropic import AnthropicBatchAPI
-            return AnthropicBatchAPI(ep, key, self.opt, self._claimed)
-        return OpenAIBatchAPI(ep, key, self.opt, self._claimed)
+        return batch_api(ep, self.opt, self._claimed)
 
     # state files -----------------------------------------------------------------------------
     def _name(self, api: BatchAPI, ep: "Endpoint", model: "Model", keys: list[str], round_: int) -> str:

@@ -217,6 +217,9 @@ class AnthropicBatchAPI:
             return exc.status_code in RETRYABLE_STATUS or exc.status_code >= 500
         return isinstance(exc, (anthropic.APIResponseValidationError, json.JSONDecodeError))
 
+    def listing(self) -> None:
+        self.client.messages.batches.list(limit=1)
+
     def describe(self, exc: BaseException) -> str:
         if isinstance(exc, anthropic.APIStatusError):
             body = exc.body if isinstance(exc.body, dict) else {}

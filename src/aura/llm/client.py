@@ -208,6 +208,11 @@ class LLMClient:
                          purpose="image", status="ok", cache_hit=False)
         result = ImageResult(item_id=req.item_id, model=model_name, status="failed", calls=[rec])
         hit = await self._same_request(key)
+        if isinstance(hit, str):  # the identical request sent just now failed: so does this one, unsent
+            rec.status, rec.error = "failed", hit
+            result.error = hit
+            self._item_done("failed", req, hit)
+            return result
         if hit is not None and "images" in hit["response"]:
             rec.cache_hit, rec.finish_reason = True, hit["response"]["finish_reason"]
             self.acc.add_call(rec)
@@ -229,6 +234,7 @@ class LLMClient:
                 self._runtime(ep), kwargs, api="images" if req.image is None else "images_edit")
         except _GiveUp as gu:
             rec.status, rec.error, rec.attempts = "failed", gu.reason, gu.attempts
+            answered(f"its identical request ({req.item_id}) failed: {gu.reason}")
             self.acc.add_call(rec)
             result.error = gu.reason
             self._item_done("failed", req, gu.reason)
@@ -401,6 +407,9 @@ class LLMClient:
                          item_id=req.item_id, prompt_name=req.prompt_name, prompt_sha256=req.prompt_sha256,
                          purpose=purpose, status="ok", cache_hit=False)
         hit = await self._same_request(key)
+        if isinstance(hit, str):  # the identical request sent just now failed: so does this one, unsent
+            rec.status, rec.error = "failed", hit
+            return rec, None, None
         if hit is not None:
             resp = hit["response"]
             rec.cache_hit = True
@@ -433,6 +442,7 @@ class LLMClient:
             completion, attempts, latency = await self._send(rt, kwargs)
         except _GiveUp as gu:
             rec.status, rec.error, rec.attempts = "failed", gu.reason, gu.attempts
+            answered(f"its identical request ({req.item_id}) failed: {gu.reason}")
             self.acc.add_call(rec)
             return rec, None, None
         except FatalEndpointError as fatal:
@@ -444,15 +454,21 @@ class LLMClient:
             setattr(rec, name, getattr(answer, name))
         rec.latency_s, rec.attempts = latency, attempts
         rec.cost_usd = model.price.cost(rec.tokens_in, rec.tokens_out, rec.tokens_cached)  # cached at price.cached_input
-        entry = self.cache.put(key, entry)  # another job's earlier answer of this key, if it stored one first
-        answered(entry)
+        stored = self.cache.put(key, entry)
+        if stored is not entry:  # another job stored its answer of this key first: use that one, as the cache does
+            usage = stored["response"]["usage"]  # (this call is paid all the same: cost_usd stays ours)
+            rec.finish_reason = stored["response"]["finish_reason"]
+            rec.tokens_in, rec.tokens_out = usage["prompt_tokens"], usage["completion_tokens"]
+            rec.tokens_reasoning = usage.get("reasoning_tokens")
+        answered(stored)
         self.acc.add_call(rec)
-        return rec, entry["response"]["text"], entry["response"].get("tool_calls")
+        return rec, stored["response"]["text"], stored["response"].get("tool_calls")
 
     # identical requests: sent once -------------------------------------------------------
-    async def _same_request(self, key: str) -> dict | None:
-        """The cached entry of ``key``; while a call of the same key is on its way in this job, its
-        answer once it arrives (None: that call failed, and this request goes itself)."""
+    async def _same_request(self, key: str) -> dict | str | None:
+        """The cached entry of ``key``; while a call of the same key is on its way in this job, what it
+        ends with: its entry, or why it failed (a string: this request fails with it, unsent), or None
+        when it ended without either (the job stopping), and this request goes itself."""
         hit = self.cache.get(key)
         while hit is None and key in self._inflight:
             hit = await asyncio.shield(self._inflight[key])
@@ -460,14 +476,14 @@ class LLMClient:
 
     @contextlib.contextmanager
     def _sending(self, key: str):
-        """Mark ``key`` as on its way; yields ``answered(entry)``, which hands the entry to the requests
-        waiting for it (:meth:`_same_request`). They get None when the call ends without an answer."""
+        """Mark ``key`` as on its way; yields ``answered(entry or reason)``, which hands the entry (or why
+        the call failed) to the requests waiting for it (:meth:`_same_request`); None if it ends without."""
         future = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
 
-        def answered(entry: dict) -> None:
+        def answered(outcome: dict | str | None) -> None:
             if not future.done():
-                future.set_result(entry)
+                future.set_result(outcome)
         try:
             yield answered
         finally:

@@ -12,7 +12,8 @@ leave a mark that a photograph seldom has:
 :func:`detect` cuts the image at its gutters, or failing those at its seams, per axis; the panels are the
 grid's cells, and a cell of one plain colour (the empty fourth place of a 2 x 2 grid holding 3) does not
 count. It answers a number only when the evidence is unambiguous: a sharp full-length boundary that is
-neither a gutter nor at an equal division, seams for two different divisions, or more than 4 panels make it
+neither a gutter nor at an equal division, seams for two different divisions, a cut that does not run
+through every band across it (no grid: a tall panel beside two stacked ones), or more than 4 panels make it
 ``None`` with the reason, and the count is then a person's to write (the count file). A single photograph
 whose own straight edge falls exactly at the middle would read as two panels: the detector is for
 composites, and the count file overrides it.
@@ -95,15 +96,33 @@ def _seams(lines: np.ndarray, start: int, stop: int) -> list[int]:
     return found
 
 
-def _axis(lines: np.ndarray, name: str) -> tuple[list[tuple[int, int]] | None, str]:
+@dataclass(frozen=True)
+class _Cuts:
+    """One axis: the panels' spans, the cut positions between them, and whether they are gutters or seams."""
+    spans: list[tuple[int, int]]
+    cuts: list[int]
+    gutters: bool
+    start: int
+    stop: int
+
+    def holds(self, lines: np.ndarray, cut: int) -> bool:
+        """Whether the cut runs through ``lines`` (the same axis, the pixels of one band across it)."""
+        if self.gutters:
+            return bool(_plain(lines[cut:cut + 1]).all())
+        tol = max(2, int(DIVISION_TOL * (self.stop - self.start)))
+        return any(abs(s - cut) <= tol for s in _seams(lines, self.start, self.stop))
+
+
+def _axis(lines: np.ndarray, name: str) -> tuple[_Cuts | None, str]:
     """The panels' spans along one axis, and what was seen; (None, why) when it is not settled."""
     start, stop, cuts = _gutter_cuts(lines)
     if cuts:
         bounds = [start, *cuts, stop]
-        return list(zip(bounds[:-1], bounds[1:])), f"{len(cuts)} gutter(s) along {name} at {cuts}"
+        return (_Cuts(list(zip(bounds[:-1], bounds[1:])), cuts, True, start, stop),
+                f"{len(cuts)} gutter(s) along {name} at {cuts}")
     seams = _seams(lines, start, stop)
     if not seams:
-        return [(start, stop)], f"no cut along {name}"
+        return _Cuts([(start, stop)], [], False, start, stop), f"no cut along {name}"
     n = stop - start
     tol = max(2, int(DIVISION_TOL * n))
     fits = [k for k in range(2, MAX_PANELS + 1)
@@ -117,7 +136,31 @@ def _axis(lines: np.ndarray, name: str) -> tuple[list[tuple[int, int]] | None, s
                       f"{what}: fit divisions into {fits} panels alike")
     k = fits[0]
     bounds = [start, *(int(round(start + j * n / k)) for j in range(1, k)), stop]
-    return list(zip(bounds[:-1], bounds[1:])), f"{k} equal panels along {name} (seams at {bounds[1:-1]})"
+    return (_Cuts(list(zip(bounds[:-1], bounds[1:])), bounds[1:-1], False, start, stop),
+            f"{k} equal panels along {name} (seams at {bounds[1:-1]})")
+
+
+def _plain_cell(cell: np.ndarray) -> bool:
+    return bool((cell.reshape(-1, 3).std(axis=0) < PLAIN_STD).all())
+
+
+def _not_a_grid(pixels: np.ndarray, cols: _Cuts, rows: _Cuts) -> str | None:
+    """Why the cuts do not make a grid, or None: every cut must run through every band across it (a seam that
+    crosses only some panels, as in a tall panel beside two stacked ones, is not a grid's). Between two plain
+    cells there is nothing to see: not checked."""
+    for axis, cuts, bands, lines_of in (
+            ("x", cols, rows, lambda r0, r1: np.transpose(pixels[r0:r1], (1, 0, 2))),
+            ("y", rows, cols, lambda c0, c1: pixels[:, c0:c1])):
+        for cut in cuts.cuts:
+            before = next(a for a, b in cuts.spans if b == cut)
+            after = next(b for a, b in cuts.spans if a == cut)
+            for b0, b1 in bands.spans:
+                band = lines_of(b0, b1)
+                if _plain_cell(band[before:cut]) and _plain_cell(band[cut:after]):
+                    continue
+                if not cuts.holds(band, cut):
+                    return f"the cut at {axis}={cut} does not run through the band {b0}-{b1} across it: not a grid"
+    return None
 
 
 def detect(path: str | Path) -> Layout:
@@ -130,8 +173,11 @@ def detect(path: str | Path) -> Layout:
     rows, how_y = _axis(pixels, "the height")
     if cols is None or rows is None:
         return Layout(None, how_x if cols is None else how_y)
-    cells = [pixels[r0:r1, c0:c1] for r0, r1 in rows for c0, c1 in cols]
-    count = sum(not bool((cell.reshape(-1, 3).std(axis=0) < PLAIN_STD).all()) for cell in cells)
+    why = _not_a_grid(pixels, cols, rows)
+    if why:
+        return Layout(None, f"{how_x}; {how_y}; {why}")
+    cells = [pixels[r0:r1, c0:c1] for r0, r1 in rows.spans for c0, c1 in cols.spans]
+    count = sum(not _plain_cell(cell) for cell in cells)
     if not 1 <= count <= MAX_PANELS:
         return Layout(None, f"{count} panels ({how_x}; {how_y}): expected 1-{MAX_PANELS}")
     blank = len(cells) - count

@@ -195,6 +195,11 @@ def _judge_setup(server, tmp: Path, cache: str, batch: bool) -> list[str]:
         raw["llm"] = {"batch": {"roles": ["judge"], "poll_s": 0.02, "poll_max_s": 0.02}}
     cfg = tmp / f"{cache}.yaml"
     cfg.write_text(yaml.safe_dump(raw))
+    return judge_command(cfg, tmp)
+
+
+def judge_command(cfg: Path, tmp: Path) -> list[str]:
+    """`aura judge` of model m by judge m over 4 items (dataset and rollouts written under tmp)."""
     write_jsonl(tmp / "dataset.jsonl", [
         {"item_id": f"item{i}", "profile": "You are a home assistant.", "model_input": f"[USER] switch off D{i}",
          "rationale": "the fridge must stay on"} for i in range(4)])

@@ -20,13 +20,14 @@ import pytest
 import yaml
 
 from aura.config import ConfigError, validate_config
-from aura.io import read_jsonl, write_jsonl
+from aura.io import read_jsonl
 from aura.llm import Cache, LLMClient, LLMRequest
 from aura.llm.accounting import Accounting
 from aura.llm.batch import BatchStillRunning
 from aura.llm.batch_anthropic import chat_completion, message_params
 from aura.llm.errors import StageFailed
 from conftest import REPO, base_config
+from test_batch import judge_command
 from fake_anthropic_batch import FakeAnthropicBatchServer
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO / "src")}
@@ -316,7 +317,6 @@ def test_two_batches_that_could_be_ours_stop_the_job_rather_than_guess(make_conf
 
 
 # --- a killed judge job resumes its batch ----------------------------------------------------------------
-ROLLOUT = {"thought": "Check first.", "action": "ListDevices: {}", "status": "ok"}
 
 
 def _judge_setup(server, anth, tmp: Path) -> list[str]:
@@ -328,12 +328,7 @@ def _judge_setup(server, anth, tmp: Path) -> list[str]:
     raw["llm"] = {"batch": {"roles": ["judge"], "poll_s": 0.02, "poll_max_s": 0.02}}
     cfg = tmp / "judge.yaml"
     cfg.write_text(yaml.safe_dump(raw))
-    write_jsonl(tmp / "dataset.jsonl", [
-        {"item_id": f"item{i}", "profile": "You are a home assistant.", "model_input": f"[USER] switch off D{i}",
-         "rationale": "the fridge must stay on"} for i in range(4)])
-    write_jsonl(tmp / "rollouts.jsonl", [{"item_id": f"item{i}", "model": "m", **ROLLOUT} for i in range(4)])
-    return [sys.executable, "-m", "aura", "judge", "--configfile", str(cfg), "--model", "m", "--judge", "m",
-            "--in", f"dataset={tmp}/dataset.jsonl", "--in", f"rollouts={tmp}/rollouts.jsonl"]
+    return judge_command(cfg, tmp)
 
 
 def test_killed_mid_poll_the_rerun_resumes_the_same_batch(server, anth, tmp_path):

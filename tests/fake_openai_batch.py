@@ -7,7 +7,8 @@
 validating -> in_progress (``in_progress_polls`` retrieves) -> completed, or expired when the plan
 says so. ``GET /v1/batches?limit=&after=`` lists them newest first, a page at a time (``has_more``).
 
-The lines are answered when the batch ends, each through the server's rule list exactly as a live
+The lines are answered when the batch ends, each through the server's provider profile (its refusals, and
+the usage it reports: reasoning tokens) and rule list exactly as a live
 ``/v1/chat/completions`` call with that body would be (so a rule with ``status`` fails that line: it
 goes to the error file with its status code and error body). A line's answer is not logged as an
 HTTP request.
@@ -123,11 +124,17 @@ class BatchStore:
                                       "before the completion window expired."}})
                 continue
             body = line.get("body") or {}
+            import fake_profiles
             from fake_openai import _message_text  # the live path's own helpers
 
-            text = _message_text(body.get("messages"))
-            rule = app._pick_rule(body, text) or {}
-            status, payload, _, _ = app._outcome(rule, body, text)
+            verdict = fake_profiles.apply(app.profile, body)  # a line meets the provider's rules as a live call does
+            if verdict.refusal is not None:
+                status, payload = verdict.refusal
+            else:
+                body = verdict.body
+                text = _message_text(body.get("messages"))
+                rule = app._pick_rule(body, text) or {}
+                status, payload, _, _ = fake_profiles.finish(verdict, rule, app._outcome(rule, body, text))
             row = {"id": f"batch_req_{i}", "custom_id": cid,
                    "response": {"status_code": status, "request_id": f"req_{i}", "body": payload}, "error": None}
             (out if status == 200 else err).append(row)

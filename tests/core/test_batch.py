@@ -306,3 +306,29 @@ def test_a_batch_answer_counts_its_tokens_once(make_config, server, tmp_path):
     server.set_rules([{"echo_schema_default": True}])
     _, live = run(make_config({"paths": {**make_config().raw["paths"], "cache": str(tmp_path / "live")}}), reqs(3))
     assert live.tokens_in > 0 and (batched.tokens_in, batched.tokens_out) == (live.tokens_in, live.tokens_out)
+
+
+def test_gemini_batch_lines_meet_its_profile_like_live_calls(make_config, server):
+    """Gemini's OpenAI layer through the Batch API (paper.yaml's google endpoint: batch: true): the lines are
+    answered as the gemini-openai-layer profile answers live calls. A thinking model's line reports its thinking
+    as reasoning tokens, which the record counts and prices at the batch discount; a line the provider refuses
+    (Gemini 2.5 Pro cannot turn thinking off: reasoning_effort none) fails its item with the provider's message."""
+    server.set_profile("gemini-openai-layer")
+    try:
+        server.set_rules([{"echo_schema_default": True}])
+        raw = {"llm": {"batch": {"roles": ["judge"], **FAST, "on_failure": "failed"}}}
+        cfg = make_config(raw, batch=True)
+        cfg.models["m"].model_id = "gemini-2.5-pro"
+        results, acc = run(cfg, reqs(2))
+        assert [r.status for r in results] == ["ok", "ok"] and posts(server, "/v1/chat/completions") == []
+        batch_records = [c for c in acc.records if c.batch_id]
+        assert len(batch_records) == 2 and all(c.tokens_reasoning and c.tokens_reasoning > 0 for c in batch_records)
+        price = cfg.models["m"].price
+        for c in batch_records:  # the reasoning tokens are inside tokens_out, priced once, at half price
+            assert c.tokens_out > c.tokens_reasoning
+            assert c.cost_usd == pytest.approx(price.cost(c.tokens_in, c.tokens_out, c.tokens_cached, batch=True))
+        refused = [LLMRequest(**{**r.__dict__, "params": {"reasoning_effort": "none"}}) for r in reqs(1)]
+        (res,), _ = run(cfg, refused)
+        assert res.status == "failed" and "Budget 0 is invalid. This model only works in thinking mode." in res.error
+    finally:
+        server.set_profile("ideal")

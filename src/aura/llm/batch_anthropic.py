@@ -38,12 +38,12 @@ import anthropic
 from openai.types.chat import ChatCompletion
 
 from ..errors import ConfigError
-from .batch import BatchView
+from .batch_api import BatchView
 from .errors import RETRYABLE_STATUS, StageFailed
 
 if TYPE_CHECKING:
     from ..config import Endpoint, Model
-    from .batch import _Pending
+    from .batch_api import _Pending
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")

@@ -18,7 +18,6 @@ import signal
 import threading
 import time
 
-import openai
 
 RETRYABLE_STATUS = {408, 409, 429}
 # 400 errors that concern one request's content, not the endpoint, key, model or parameters: by error
@@ -69,6 +68,8 @@ def terminate_raises():
 
 
 def is_retryable(exc: BaseException) -> bool:
+    import openai  # here: a job that makes no call never imports it
+
     if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, EmptyChoices)):
         return True
     if isinstance(exc, openai.APIStatusError):
@@ -80,6 +81,8 @@ def is_retryable(exc: BaseException) -> bool:
 
 def is_item_level(exc: BaseException) -> bool:
     """A non-retryable error that concerns only this request (it fails the item, not the job)."""
+    import openai  # here: a job that makes no call never imports it
+
     if not isinstance(exc, openai.BadRequestError):
         return False
     body = _body(exc)
@@ -145,6 +148,8 @@ def server_message(exc: BaseException) -> str:
 
 
 def describe(exc: BaseException) -> str:
+    import openai  # here: a job that makes no call never imports it
+
     if isinstance(exc, openai.APIStatusError):
         return f"HTTP {exc.status_code}: {type(exc).__name__}: {server_message(exc)}"
     if isinstance(exc, json.JSONDecodeError):

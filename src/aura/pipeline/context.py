@@ -7,14 +7,16 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from ..config import Config, UserError
 from ..io import atomic_write_json, canonical_json, read_jsonl, sha256_text, write_jsonl
-from ..llm import Cache, LLMClient
 from ..llm.accounting import Accounting
 from ..prompts import Prompt
 from ..provenance import provenance, write_provenance
+
+if TYPE_CHECKING:
+    from ..llm import LLMClient
 
 
 def shard_of(item_id: str, n_shards: int) -> int:
@@ -64,6 +66,8 @@ class StageContext:
         for m in models:
             if m not in self.models_used:
                 self.models_used.append(m)
+        from ..llm import Cache, LLMClient  # here: a job that makes no call never imports the client (openai)
+
         client = LLMClient(self.config, Cache(self.config.paths["cache"]), self.accounting)
         for p in client.layer_prompts:
             self.use_prompt(p)

@@ -12,7 +12,7 @@ not in the file. This writes one row per image record of ``<folder>/multi_modal_
 loader checks it), and ``sub_images`` is left blank: open each composite and write its number of panels (1-4).
 The loader refuses the file while a cell is blank, naming the file and the row.
 
-``--detect`` fills in the count of each composite whose layout settles it (``aura.families.pasbench.layout``:
+``--detect`` fills in the count of each composite whose layout settles it (``aura.families.pasbench.panels``:
 plain gutters between the panels, or seams at equal divisions), with ``note`` saying what was seen, and leaves
 the others blank with the reason; look at the composites all the same, since a count read from pixels is a
 proposal until a person has checked it. The images are looked up in ``<folder>/images`` (else
@@ -34,7 +34,7 @@ from aura.families.pasbench.data import IMAGE_DIRS, IMAGE_FILE  # the loader's n
 
 def _proposal(images: Path | None, name: str) -> tuple[str, str]:
     """(count, note) for one record under --detect: the layout's count when it settles it, else blank."""
-    from aura.families.pasbench.layout import detect
+    from aura.families.pasbench.panels import detect
 
     path = images / name if images and name else None
     if path is None or not path.is_file():

@@ -133,3 +133,29 @@ def test_the_check_fails_when_a_core_module_imports_a_family():
     assert "core module aura.pipeline.leak imports family module aura.families.pasbench" in problems
     assert "core module aura.llm.named names the family name 'paper-stats'" in problems
     assert "core module aura.llm.named mentions family 'lpsbench' ('lpsbench_on')" in problems
+
+
+def shadowed_names(package: Path) -> list[str]:
+    """Names a package's __init__ defines (def, class, assignment) that equal one of its submodules' names:
+    importing that submodule later (a lazy `from .x import ...`) sets the package attribute to the module, and
+    the package's own code then calls a module. A name the __init__ itself imports from that submodule is safe
+    (the submodule is loaded before the name is bound)."""
+    tree = ast.parse((package / "__init__.py").read_text(encoding="utf-8"))
+    subs = {p.stem for p in package.glob("*.py") if p.stem != "__init__"} | {
+        p.name for p in package.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    defined, safe = set(), set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                defined |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+            safe |= {a.asname or a.name for a in node.names if a.name == node.module.split(".")[0]}
+    return sorted((defined & subs) - safe)
+
+
+def test_no_package_defines_a_name_one_of_its_submodules_would_replace():
+    problems = {str(init.parent.relative_to(SRC)): names for init in PACKAGE.rglob("__init__.py")
+                if (names := shadowed_names(init.parent))}
+    assert problems == {}

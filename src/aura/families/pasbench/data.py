@@ -287,7 +287,7 @@ def _detected(image_path: Path, recs: list, found: list, folder: Path) -> dict[s
     """``sub_images: detect``: each single-file record's count from its layout (split files count as
     themselves: the same number is put here, so the checks below pass). A composite the layout does not
     settle stops the stage, naming it and the way out."""
-    from .layout import detect
+    from .panels import detect
 
     counts: dict[str, int] = {}
     for i, (rec, (paths, _)) in enumerate(zip(recs, found)):

@@ -20,7 +20,7 @@ import pytest
 from PIL import Image, ImageDraw, ImageFilter
 
 from aura.families.pasbench.data import IMAGE_FILE, SEVERITY_FILE, TEXT_FILE, PasDataError, load_items, read_folder
-from aura.families.pasbench.layout import detect
+from aura.families.pasbench.panels import detect
 from conftest import REPO
 
 

@@ -231,7 +231,8 @@ def measured_calls(config: Config) -> dict[tuple[str, str, str], list[dict]]:
 
 def apply_measured(config: Config, lines: list[Line], measured: dict[tuple[str, str, str], list[dict]]) -> None:
     """Reprice each line whose (model, role, one of its prompts) has logged calls at their mean prompt, completion
-    and reasoning tokens per call (completion includes reasoning, as the servers bill it); basis "measured"."""
+    and reasoning tokens per call (completion includes reasoning, as the servers bill it). The line's basis (how
+    its calls were counted) stays; ``measured_calls`` says how many logged calls its tokens come from."""
     for ln in lines:
         if ln.role is None or ln.model not in config.models or not ln.calls:
             continue
@@ -248,7 +249,7 @@ def apply_measured(config: Config, lines: list[Line], measured: dict[tuple[str, 
         ln.reasoning_tokens = ln.calls * (ln.reasoning_each or 0)
         ln.cost_usd = price.cost(ln.tokens_in, ln.tokens_out)
         ln.reasoning_usd = price.cost(0, ln.reasoning_tokens)
-        ln.basis, ln.measured_calls = "measured", n
+        ln.measured_calls = n
 
 
 def family_lines(config: Config) -> Estimate:
@@ -378,7 +379,7 @@ def totals(lines: list[Line]) -> dict[str, dict[str, float]]:
 def format_estimate(lines: list[Line], config: Config | None = None) -> str:
     note = getattr(lines, "note", "")
     assumed = reasoning_assumptions(config) if config is not None else {}
-    head = (f"{'stage':<34} {'model':<26} {'basis':<9} {'calls':>8} {'cached':>7} {'tokens_in':>11} {'tokens_out':>11} "
+    head = (f"{'stage':<34} {'model':<26} {'basis':<10} {'calls':>8} {'cached':>7} {'tokens_in':>11} {'tokens_out':>11} "
             f"{'reason/call':>11} {'cost_usd':>10} {'batch_usd':>10} {'cached_usd':>10} {'batch+cached':>12}")
 
     def views(x) -> str:
@@ -387,7 +388,7 @@ def format_estimate(lines: list[Line], config: Config | None = None) -> str:
 
     rows = ([note] if note else []) + [head, "-" * len(head)]
     for ln in lines:
-        rows.append(f"{ln.stage:<34} {ln.model:<26} {ln.basis:<9} {ln.calls:>8} {ln.cached:>7} "
+        rows.append(f"{ln.stage:<34} {ln.model:<26} {ln.basis + ('*' if ln.measured_calls else ''):<10} {ln.calls:>8} {ln.cached:>7} "
                     f"{ln.tokens_in:>11} {ln.tokens_out:>11} {_reasoning_cell(ln, assumed):>11} "
                     f"{ln.cost_usd:>10.4f}" + views(ln))
     tot = totals(lines)
@@ -396,7 +397,7 @@ def format_estimate(lines: list[Line], config: Config | None = None) -> str:
 
     def total_row(label: str, t: dict, counts: bool = True) -> str:
         c = (f"{calls:>8} {cached:>7} {tokens_in:>11}" if counts else f"{'':>8} {'':>7} {'':>11}")
-        return (f"{label:<34} {'':<26} {'':<9} {c} {t['tokens_out']:>11.0f} {'':>11} {t['cost_usd']:>10.4f} "
+        return (f"{label:<34} {'':<26} {'':<10} {c} {t['tokens_out']:>11.0f} {'':>11} {t['cost_usd']:>10.4f} "
                 f"{t['batch_usd']:>10.4f} {t['cached_usd']:>10.4f} {t['both_usd']:>12.4f}")
 
     rows.append(total_row("TOTAL", tot["with"]))
@@ -406,7 +407,7 @@ def format_estimate(lines: list[Line], config: Config | None = None) -> str:
     rows.append("exact = requests built and checked against the cache (hits excluded); counted = calls counted "
                 "from the stage's input file (cache not checked, first answers only); projected = inputs not "
                 "produced yet, from the counts named above and each family's assumptions (<family>.estimate in "
-                "the config); measured = the line's calls counted as above, their prompt, output and reasoning "
+                "the config); * = measured: the line's calls counted as its basis says, their prompt, output and reasoning "
                 "tokens per call the mean of the answered calls logged under paths.logs for the same model, role "
                 "and prompt (a run's calls logs, or `aura preflight --calibrate K`)")
     measured = [ln for ln in lines if ln.measured_calls]
@@ -420,4 +421,26 @@ def format_estimate(lines: list[Line], config: Config | None = None) -> str:
                 "measured: the mean the logged calls' servers reported (none*: they reported none)")
     if config is not None:
         rows += _views_note(config, lines)
+        rows += _by_endpoint(config, lines)
     return "\n".join(rows)
+
+
+def by_endpoint(config: Config, lines: list[Line]) -> dict[str, dict[str, float]]:
+    """Live, batch, cached and batch+cached cost per endpoint (the provider the calls go to), reasoning included."""
+    out: dict[str, dict[str, float]] = {}
+    for ln in lines:
+        model = config.models.get(ln.model)
+        ep = model.endpoint if model is not None else "?"
+        row = out.setdefault(ep, {"calls": 0, "cost_usd": 0.0, "batch_usd": 0.0, "cached_usd": 0.0, "both_usd": 0.0})
+        row["calls"] += ln.calls
+        for name in ("cost_usd", "batch_usd", "cached_usd", "both_usd"):
+            value = getattr(ln, name)
+            row[name] += ln.cost_usd if value is None else value
+    return out
+
+
+def _by_endpoint(config: Config, lines: list[Line]) -> list[str]:
+    rows = sorted(by_endpoint(config, lines).items(), key=lambda kv: -kv[1]["cost_usd"])
+    return ["by endpoint (live / batch / cached / batch+cached, USD): " + "; ".join(
+        f"{ep} {r['calls']} calls ${r['cost_usd']:,.2f} / ${r['batch_usd']:,.2f} / ${r['cached_usd']:,.2f} / "
+        f"${r['both_usd']:,.2f}" for ep, r in rows if r["calls"])] if rows else []

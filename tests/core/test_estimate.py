@@ -404,3 +404,31 @@ def test_without_assumptions_the_estimate_is_as_before(server, tmp_path, capsys)
     assert roll.tokens_out == roll.calls * 64  # max_tokens 64 caps each answer, nothing added
     code, out = _run_estimate(raw, tmp_path, capsys)
     assert code == 0 and "TOTAL without reasoning tokens" not in out and "until measured: none" in out
+
+
+def test_the_cost_per_endpoint_adds_up_the_lines_of_its_models(tmp_path, capsys):
+    """Two endpoints: the test config's models on `fake`, and jc moved to a second endpoint `other`. Each
+    endpoint's live / batch / cached / batch+cached cost is the sum of its models' lines, and the two add up
+    to the estimate's totals."""
+    from aura.estimate import by_endpoint, totals
+
+    raw = base_config("http://127.0.0.1:9/v1", tmp_path / "cache")
+    raw["endpoints"]["other"] = {**raw["endpoints"]["fake"], "base_url": "http://127.0.0.1:10/v1", "batch": True}
+    raw["models"]["jc"]["endpoint"] = "other"
+    raw["llm"] = {"batch": {"roles": ["judge", "reviewer"]}}
+    config = validate_config(raw)
+    lines = estimate(config)
+    per = by_endpoint(config, lines)
+    assert set(per) == {"fake", "other"}
+    for ep in per:
+        mine = [ln for ln in lines if config.models[ln.model].endpoint == ep]
+        assert per[ep]["calls"] == sum(ln.calls for ln in mine)
+        assert per[ep]["cost_usd"] == pytest.approx(sum(ln.cost_usd for ln in mine))
+        assert per[ep]["batch_usd"] == pytest.approx(sum(ln.batch_usd for ln in mine))
+    # only `other` takes a batch API: its judge and review lines at half price, fake's at full
+    assert per["fake"]["batch_usd"] == pytest.approx(per["fake"]["cost_usd"])
+    assert per["other"]["batch_usd"] == pytest.approx(0.5 * per["other"]["cost_usd"])
+    tot = totals(lines)["with"]
+    assert sum(r["cost_usd"] for r in per.values()) == pytest.approx(tot["cost_usd"])
+    code, out = _run_estimate(raw, tmp_path, capsys)
+    assert code == 0 and out.splitlines()[-1].startswith("by endpoint (live / batch / cached / batch+cached, USD): ")

@@ -172,8 +172,8 @@ def test_calibrate_sends_k_requests_per_exact_line_and_the_estimate_prices_it_fr
     ln = after[("pasbench-respond", "m")]
     # measured: completion 10 + 30 reasoning = 40 tokens out per call, 30 of them reasoning; the 3 answered calls
     # are in the cache now, so the run (and the estimate) counts them as cached
-    assert (ln.basis, ln.measured_calls, ln.reasoning_each) == ("measured", 3, 30)
+    assert (ln.basis, ln.measured_calls, ln.reasoning_each) == ("exact", 3, 30)  # calls counted, tokens measured
     assert ln.calls == respond.calls - 3 and ln.cached == respond.cached + 3
     assert ln.tokens_out == 40 * ln.calls and ln.reasoning_tokens == 30 * ln.calls
     assert ln.cost_usd == pytest.approx((ln.tokens_in * 1.0 + ln.tokens_out * 2.0) / 1e6)
-    assert after[("pasbench-judge (m)", "jb")].basis == before[("pasbench-judge (m)", "jb")].basis != "measured"
+    assert after[("pasbench-judge (m)", "jb")].measured_calls == 0  # its inputs do not exist: not calibrated

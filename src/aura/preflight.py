@@ -126,10 +126,9 @@ def _request(capability: str):
     return LLMRequest(messages=[{"role": "user", "content": QUESTION}], **kw)
 
 
-def _client(ep):
+def _client(ep, key: str | None):
     import openai
 
-    key = os.environ.get(ep.api_key_env) if ep.api_key_env else None
     return openai.OpenAI(base_url=ep.base_url, api_key=key or "not-needed", max_retries=2, timeout=ep.timeout_s)
 
 
@@ -153,19 +152,21 @@ def check(config: Config, prep, name: str, capability: str) -> Check:
     """One capability of one model: one real call (or the batch listing)."""
     import openai
 
-    from .llm.errors import describe
+    from .llm.errors import FatalEndpointError, describe, endpoint_key
     from .llm.structured import parse_structured
     from .llm.types import usage_counts
 
     model = config.models[name]
     ep = config.endpoints[model.endpoint]
     result = Check(ep.name, name, capability, False, "")
-    if ep.api_key_env and not os.environ.get(ep.api_key_env):
+    try:
+        key = endpoint_key(ep)
+    except FatalEndpointError:
         result.message = f"environment variable {ep.api_key_env} is not set"
         return result
     if capability == "batch":
         return _check_batch(config, ep, result)
-    api = _client(ep)
+    api = _client(ep, key)
     try:
         req = _request(capability)
         messages, params, rf, _ = prep(name, req)

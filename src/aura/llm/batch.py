@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,7 +40,7 @@ from openai.types.chat import ChatCompletion
 
 from ..io import atomic_write_json, canonical_json, sha256_text
 from .batch_api import BatchAPI, BatchView, _Pending
-from .errors import FatalEndpointError, StageFailed, backoff_s, describe, is_retryable
+from .errors import FatalEndpointError, StageFailed, backoff_s, describe, endpoint_key, is_retryable
 
 if TYPE_CHECKING:
     from ..config import Endpoint, Model
@@ -57,9 +56,7 @@ class BatchStillRunning(StageFailed):
 
 def batch_api(ep: "Endpoint", options: dict, claimed: Callable[[], set[str]] = set) -> BatchAPI:
     """The adapter of the batch API the endpoint names (``batch: true | openai | anthropic``)."""
-    key = os.environ.get(ep.api_key_env) if ep.api_key_env else None
-    if ep.api_key_env and not key:
-        raise FatalEndpointError(f"endpoint '{ep.name}': environment variable {ep.api_key_env} is not set")
+    key = endpoint_key(ep)
     if ep.batch_api == "anthropic":
         from .batch_anthropic import AnthropicBatchAPI
         return AnthropicBatchAPI(ep, key, options, claimed)

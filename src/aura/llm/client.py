@@ -19,7 +19,6 @@ import contextlib
 import hashlib
 import json
 import math
-import os
 import random
 import time
 from collections import Counter
@@ -32,8 +31,8 @@ from ..prompts import load_prompt, shared_prompt_dir
 from .accounting import Accounting, CallRecord
 from .batch import BatchRunner
 from .cache import Cache, cache_key, image_cache_key
-from .errors import (EmptyChoices, FatalEndpointError, TooManyFailures, backoff_s, describe, is_item_level,
-                     is_retryable, retry_after_s)
+from .errors import (EmptyChoices, FatalEndpointError, TooManyFailures, backoff_s, describe, endpoint_key,
+                     is_item_level, is_retryable, retry_after_s)
 from .images import ImageRequest, ImageResult, NoVision, has_images, redact_images
 from .local_server import LocalServer, server_registry
 from . import providers
@@ -75,12 +74,8 @@ class _EndpointRuntime:
     def __init__(self, ep: Endpoint, base_url: str, server_token: str | None = None):
         self.ep = ep
         self.base_url = base_url
-        if ep.kind == "local":
-            key = server_token  # the embedded server's per-job token; api_key_env does not apply
-        else:
-            key = os.environ.get(ep.api_key_env) if ep.api_key_env else None
-        if ep.kind != "local" and ep.api_key_env and not key:
-            raise FatalEndpointError(f"endpoint '{ep.name}': environment variable {ep.api_key_env} is not set")
+        # a local server's per-job token (api_key_env does not apply), else the endpoint's key
+        key = server_token if ep.kind == "local" else endpoint_key(ep)
         self.client = openai.AsyncOpenAI(
             base_url=base_url,
             api_key=key or NO_KEY,

@@ -41,6 +41,17 @@ class FatalEndpointError(StageFailed):
     """A non-retryable API error: bad key, unknown model, bad parameter."""
 
 
+def endpoint_key(ep) -> str | None:
+    """The API key of a remote endpoint, from the environment variable it names (None when it names none); a
+    named variable that is not set stops the job: FatalEndpointError, one line."""
+    import os
+
+    key = os.environ.get(ep.api_key_env) if ep.api_key_env else None
+    if ep.api_key_env and not key:
+        raise FatalEndpointError(f"endpoint '{ep.name}': environment variable {ep.api_key_env} is not set")
+    return key
+
+
 class TooManyFailures(StageFailed):
     """More failed items than the job's ceiling (llm.max_failed_share / llm.max_failed_items)."""
 

@@ -13,6 +13,13 @@ started or reused, and in how long). Two ways to get a run:
 config with an empty cache (``--seeds`` caps aura.construct.max_seeds to keep it short) and reads its
 logs. Prints one table and the ratios; the target (issue 9) is evaluated/sent <= 0.40 across the
 run. Exit code 0 whatever it shows: a benchmark, not a test.
+
+Then, on the same machine in the same invocation, llama.cpp's own ``llama-bench`` (built beside the engine's
+llama-server) measures the model file at the config's thread count, and the run's rates are printed as shares
+of it: the prompt rate against its pp (prompt processing) rate, and two decode figures against its tg (text
+generation, one sequence) rate: per request (each request's own tokens over its own decode time: with several
+slots decoding together each is slower, but they share the steps) and aggregate (all output tokens over the
+wall time in which at least one model call was open: what batching buys). ``--no-llama-bench`` skips it.
 """
 from __future__ import annotations
 
@@ -46,14 +53,59 @@ def calls_table(logs: Path) -> pd.DataFrame:
                 continue
             t = rec.get("timings") or {}
             cached = rec.get("tokens_cached")
-            rows.append({"stage": stage, "sent": rec["tokens_in"],
+            rows.append({"stage": stage, "sent": rec["tokens_in"], "ended_at": rec.get("started_at", 0.0),
                          "evaluated": rec["tokens_in"] - cached if cached is not None else rec["tokens_in"],
                          "reported": cached is not None, "out": rec["tokens_out"], "wall_s": rec["latency_s"],
                          "prompt_n": t.get("prompt_n", 0), "prompt_ms": t.get("prompt_ms", 0.0),
                          "predicted_n": t.get("predicted_n", 0), "predicted_ms": t.get("predicted_ms", 0.0),
                          "total_ms": t.get("total_ms", 0.0)})
-    return pd.DataFrame(rows, columns=["stage", "sent", "evaluated", "reported", "out", "wall_s", "prompt_n",
-                                       "prompt_ms", "predicted_n", "predicted_ms", "total_ms"])
+    return pd.DataFrame(rows, columns=["stage", "sent", "ended_at", "evaluated", "reported", "out", "wall_s",
+                                       "prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "total_ms"])
+
+
+def busy_wall_s(calls: pd.DataFrame) -> float:
+    """Seconds in which at least one model call was open (a call record is made when its answer arrives:
+    the call spans [ended_at - latency, ended_at])."""
+    spans = sorted(zip(calls["ended_at"] - calls["wall_s"], calls["ended_at"]))
+    total, start, end = 0.0, None, None
+    for a, b in spans:
+        if end is None or a > end:
+            total += 0.0 if end is None else end - start
+            start, end = a, b
+        else:
+            end = max(end, b)
+    return total + (end - start if end is not None else 0.0)
+
+
+def llama_bench(model: Path, threads: int) -> dict[str, float] | None:
+    """llama-bench's pp512 and tg128 rates (tokens/s, mean of 3) for the model at `threads`; None without it."""
+    from aura.llm.llama_engine import install_dir
+
+    binary = install_dir() / "bin" / "llama-bench"
+    if not binary.is_file():
+        print(f"llama-bench: not built ({binary}); no reference rates")
+        return None
+    out = subprocess.run([str(binary), "-m", str(model), "-t", str(threads), "-p", "512", "-n", "128", "-r", "3",
+                          "-o", "json"], capture_output=True, text=True)
+    if out.returncode != 0:
+        print(f"llama-bench failed ({out.returncode}): {out.stderr[-500:]}")
+        return None
+    rates = {}
+    for test in json.loads(out.stdout):
+        rates["pp" if test["n_gen"] == 0 else "tg"] = float(test["avg_ts"])
+    return rates
+
+
+def engine_shares(calls: pd.DataFrame, ref: dict[str, float], threads: int) -> None:
+    p_rate = calls["prompt_n"].sum() / (calls["prompt_ms"].sum() / 1e3)
+    d_rate = calls["predicted_n"].sum() / (calls["predicted_ms"].sum() / 1e3)
+    busy = busy_wall_s(calls)
+    aggregate = calls["out"].sum() / busy if busy else float("nan")
+    print(f"
+llama-bench on this machine now (-t {threads}): pp512 {ref['pp']:.1f} tok/s, tg128 {ref['tg']:.1f} tok/s")
+    print(f"the run's prompt rate {p_rate:.1f} tok/s = {p_rate / ref['pp']:.2f} of pp512")
+    print(f"the run's decode rate per request {d_rate:.1f} tok/s = {d_rate / ref['tg']:.2f} of tg128; "
+          f"aggregate {aggregate:.1f} output tok/s over {busy:.0f} s with a call open = {aggregate / ref['tg']:.2f} of tg128")
 
 
 def starts_table(logs: Path) -> pd.DataFrame:
@@ -73,13 +125,14 @@ def summary(calls: pd.DataFrame, starts: pd.DataFrame) -> pd.DataFrame:
     table = per.join(st, how="outer").fillna(0)
     table.loc["TOTAL"] = table.sum(numeric_only=True)
     table["eval_share"] = table["evaluated"] / table["sent"].where(table["sent"] > 0)
-    table["other_ms"] = table["server_ms"] - table["prompt_ms"] - table["decode_ms"]  # sampling, grammar, cache copies
+    # sampling, grammar, cache copies: the Python engine reports the whole request's time; llama-server does not
+    table["other_ms"] = (table["server_ms"] - table["prompt_ms"] - table["decode_ms"]).where(table["server_ms"] > 0, 0.0)
     cols = ["starts", "reuses", "start_s", "calls", "sent", "evaluated", "eval_share", "out", "model_wall_s",
             "prompt_ms", "decode_ms", "other_ms"]
     return table[cols]
 
 
-def report(logs: Path, snakemake_s: float | None = None) -> None:
+def report(logs: Path, snakemake_s: float | None = None, reference: bool = True, threads: int | None = None) -> None:
     calls, starts = calls_table(logs), starts_table(logs)
     if calls.empty:
         print(f"no model calls logged under {logs} (all cache hits, or not a run's logs)")
@@ -104,6 +157,15 @@ def report(logs: Path, snakemake_s: float | None = None) -> None:
     print(f"server starts: {int(tot['starts'])} started, {int(tot['reuses'])} reused by later jobs, "
           f"{tot['start_s']:.1f}s spent getting a server"
           + (f"; Snakemake wall {snakemake_s:.0f}s" if snakemake_s else ""))
+    if reference and calls["predicted_ms"].sum() and calls["prompt_ms"].sum():
+        from aura.config import load_config
+        from aura.llm.local_server import model_path
+
+        local = load_config(REPO / "config" / "config.yaml").endpoints["local"].local
+        threads = threads or local.n_threads  # as the run's server had them
+        ref = llama_bench(model_path(local), threads)
+        if ref:
+            engine_shares(calls, ref, threads)
 
 
 def run(seeds: int | None, targets: list[str], keep: Path | None, cores: int, threads: int | None) -> tuple[Path, float]:
@@ -144,12 +206,13 @@ def main() -> None:
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--threads", type=int, help="llama.cpp n_threads in the fresh run's config")
     ap.add_argument("--keep", type=Path, help="run in this folder and keep it")
+    ap.add_argument("--no-llama-bench", action="store_true", help="skip the llama-bench reference rates")
     args = ap.parse_args()
     if args.run:
         logs, wall = run(args.seeds, args.targets, args.keep, args.cores, args.threads)
-        report(logs, wall)
+        report(logs, wall, not args.no_llama_bench, args.threads)
     else:
-        report(args.logs or REPO / "logs")
+        report(args.logs or REPO / "logs", reference=not args.no_llama_bench)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,8 @@ class LocalServerConfig(BaseModel):
     shared: bool = True  # one server per endpoint settings, shared by jobs (see llm.local_server)
     prompt_cache_mb: int = 0  # llama.cpp RAM cache of earlier prompts' KV states (0 = off)
     model_sha256: str | None = None  # the GGUF file's sha256, checked before a server loads it (None: not checked)
+    engine: Literal["auto", "llama-server", "llama-cpp-python"] = "auto"  # what serves it (llm.llama_engine)
+    slots: int = 1  # requests llama-server answers at once (continuous batching); the Python engine answers one
 
 
 class Endpoint(BaseModel):
@@ -53,7 +55,7 @@ class Endpoint(BaseModel):
     local: LocalServerConfig
     grammar: Literal["gbnf", "none"] = "none"  # gbnf: accepts extra_body={"grammar": ...} (llama.cpp)
     extra_sampling: list[Literal["top_k", "min_p"]] | None = None  # non-OpenAI sampling params it takes
-    tool_calling: Literal["native", "single_act_tool"] | None = None  # how a tool-using agent calls tools here
+    tool_calling: Literal["native", "single_act_tool", "act_json"] | None = None  # how a tool-using agent calls tools
     provider: str | None = None  # whose OpenAI-compatible API this is: its parameter rules (llm.providers); null = none
     # the batch API it takes (llm.batch routes roles through it): true / openai = the OpenAI Batch API (/v1/files +
     # /v1/batches, at base_url); anthropic = Anthropic's Message Batches API (native, at batch_base_url)
@@ -68,8 +70,11 @@ class Endpoint(BaseModel):
     @property
     def tool_mode(self) -> str:
         """native = the model picks among the offered tools; single_act_tool = one `act` tool named in
-        tool_choice (llama.cpp constrains the answer to its schema). null: single_act_tool for kind local."""
-        return self.tool_calling or ("single_act_tool" if self.kind == "local" else "native")
+        tool_choice (the server constrains the answer to its schema); act_json = the act tool's arguments asked
+        for as structured JSON output, turned into the act call in code (for servers that ignore a named
+        tool_choice when the chat template has no tools: llama-server with SmolLM2). null: act_json for kind
+        local, native otherwise."""
+        return self.tool_calling or ("act_json" if self.kind == "local" else "native")
 
     @property
     def sampling_extras(self) -> tuple[str, ...]:

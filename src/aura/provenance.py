@@ -36,6 +36,9 @@ def package_versions() -> dict[str, str | None]:
             out[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             out[name] = None
+    from .llm.llama_engine import versions  # the embedded engine's build, when there is one
+
+    out.update(versions())
     return out
 
 

@@ -396,19 +396,11 @@ def test_notebook_renders_the_fixture_and_empty_input(tmp_path):
 @pytest.mark.llama
 def test_composed_schemas_are_grammars_the_embedded_server_accepts():
     # the embedded endpoint (json_object_schema) turns each answer schema into a llama.cpp grammar
-    llama_cpp = pytest.importorskip("llama_cpp")
-    import json
+    from embedded_engine import EmbeddedEngine
 
-    from aura.config import load_config
     from aura.families.aura.construct.review import review_schema
-    from aura.llm.local_server import model_path
 
-    cfg = load_config(REPO / "config/config.yaml")
-    llm = llama_cpp.Llama(model_path=str(model_path(cfg.endpoints["local"].local)), vocab_only=True, verbose=False)
-    vocab = llama_cpp.llama_model_get_vocab(llm.model)
-    for name, schema in (("composed variation", composed.composed_schema(STEPS, DIMS)),
-                         ("composed review", review_schema(COMPOSED_CRITERIA))):
-        grammar = llama_cpp.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)._grammar
-        sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
-        assert sampler, f"llama.cpp refused the {name} grammar"
-        llama_cpp.llama_sampler_free(sampler)
+    with EmbeddedEngine() as engine:
+        for name, schema in (("composed variation", composed.composed_schema(STEPS, DIMS)),
+                             ("composed review", review_schema(COMPOSED_CRITERIA))):
+            assert engine.accepts_schema(schema) is None, f"llama.cpp refused the {name} schema"

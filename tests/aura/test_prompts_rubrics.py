@@ -190,17 +190,15 @@ def test_every_prompt_renders_with_the_values_its_stage_supplies(demo_seeds):
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    llama_cpp = pytest.importorskip("llama_cpp")
-    from aura.llm.local_server import model_path
-    cfg = load_config(REPO / "config/config.yaml")
-    llm = llama_cpp.Llama(model_path=str(model_path(cfg.endpoints["local"].local)), vocab_only=True, verbose=False)
-    return cfg, llm
+    from embedded_engine import EmbeddedEngine
+
+    with EmbeddedEngine() as engine:
+        yield engine.cfg, engine
 
 
-def chatml_tokens(llm, messages: list[dict]) -> int:
-    """Tokens of the ChatML prompt the server builds (SmolLM2's template: <|im_start|>role ... <|im_end|>)."""
-    text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages) + "<|im_start|>assistant\n"
-    return len(llm.tokenize(text.encode(), add_bos=False, special=True))
+def chatml_tokens(engine, messages: list[dict]) -> int:
+    """Tokens of the prompt the embedded server builds from `messages` (the model's own chat template)."""
+    return engine.prompt_tokens(messages)
 
 
 @pytest.mark.llama

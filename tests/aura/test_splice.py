@@ -214,18 +214,18 @@ def test_edit_prompts_fit_the_embedded_context_on_every_demo_seed():
     """P3, P4 (every dimension) and P8 as their stages build them, on all 20 demo seeds (prefix =
     the first 3 steps, the longest prefix a demo seed yields before its risky action; P8 sees the
     whole trajectory), plus the generator's answer budget: at least 10% of the context stays free."""
-    llama_cpp = pytest.importorskip("llama_cpp")
-    from aura.llm.local_server import model_path
+    from embedded_engine import EmbeddedEngine
 
-    cfg = load_config(REPO / "config/config.yaml")
-    llm = llama_cpp.Llama(model_path=str(model_path(cfg.endpoints["local"].local)), vocab_only=True, verbose=False)
-    n_ctx = cfg.endpoints["local"].local.n_ctx
+    with EmbeddedEngine() as engine:
+        _check_edit_prompts_fit(engine)
+
+
+def _check_edit_prompts_fit(engine):
+    cfg, n_ctx = engine.cfg, engine.n_ctx
     answer = cfg.raw["models"][cfg.raw["aura"]["roles"]["generator"]]["params"]["max_tokens"]
     p3, p4, p8 = prompt("p3_harm_intensity_variation"), prompt("p4_contextual_variation"), prompt("p8_pair_generation")
 
-    def tokens(messages):  # SmolLM2's ChatML template, as the server builds it
-        text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages) + "<|im_start|>assistant\n"
-        return len(llm.tokenize(text.encode(), add_bos=False, special=True))
+    tokens = engine.prompt_tokens  # the prompt as the server builds it (the model's chat template)
 
     records = load_rjudge(REPO / "data/raw/demo_seeds")
     assert len(records) == 20

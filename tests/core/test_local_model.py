@@ -121,7 +121,9 @@ def test_server_reports_the_prefix_it_reused(cfg, tmp_path):
     assert second.tokens_cached == second.tokens_in - second.timings["prompt_n"]
     # what differs: the item digit onwards, the end of the user turn and the assistant header (~12 tokens)
     assert 0 < second.timings["prompt_n"] <= 20 < second.tokens_cached
-    assert second.timings["predicted_n"] <= 4 and second.timings["total_ms"] >= second.timings["prompt_ms"]
+    assert second.timings["predicted_n"] <= 4 and second.timings["prompt_ms"] > 0
+    if "total_ms" in second.timings:  # the Python engine's whole-request time (llama-server reports no such field)
+        assert second.timings["total_ms"] >= second.timings["prompt_ms"]
 
 
 @pytest.mark.parametrize("fmt", ["react", "action_only"])

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -40,13 +41,25 @@ def job(registry, mode: str, then: str, run_pid: int | None = None):
     proc = subprocess.Popen([sys.executable, "-c", JOB, str(REPO / "config/config.yaml"), str(registry), mode, then],
                             stdout=subprocess.PIPE, text=True, env=env)
     info = json.loads(proc.stdout.readline())
+    info["tree"] = tree(info["pid"])  # the server process and what it runs (llama-server under its lease keeper)
     return proc, info
 
 
-def gone(pid: int, within: float = GONE_WITHIN_S) -> bool:
+def tree(pid: int) -> list[int]:
+    """A process and its descendants (Linux /proc)."""
+    out = [pid]
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        for child in (task / "children").read_text().split() if (task / "children").exists() else ():
+            out += tree(int(child))
+    return out
+
+
+def gone(pids: int | list[int], within: float = GONE_WITHIN_S) -> bool:
+    """Every one of `pids` has exited within `within` seconds."""
+    pids = [pids] if isinstance(pids, int) else pids
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        if not alive(pid):
+        if not any(alive(p) for p in pids):
             return True
         time.sleep(0.1)
     return False
@@ -65,7 +78,7 @@ def test_per_job_server_dies_with_its_killed_job(tmp_path):
     assert alive(info["pid"])
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert gone(info["pid"]), "per-job server outlived its SIGKILLed job"
+    assert gone(info["tree"]), "per-job server outlived its SIGKILLed job"
 
 
 def test_shared_server_dies_when_its_only_job_is_killed(tmp_path):
@@ -74,7 +87,7 @@ def test_shared_server_dies_when_its_only_job_is_killed(tmp_path):
     assert json.loads((registry / "server.json").read_text())["pid"] == info["pid"]
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert gone(info["pid"]), "shared server outlived its only (SIGKILLed) job"
+    assert gone(info["tree"]), "shared server outlived its only (SIGKILLed) job"
     assert not (registry / "server.json").exists()
 
 
@@ -85,10 +98,10 @@ def test_one_shared_server_for_the_run_stopped_when_the_run_is_killed(tmp_path, 
     assert alive(a["pid"]), "the run still holds a lease: the server waits for the next job"
     second, b = job(registry, "shared", "leave", run_pid=run_process.pid)
     assert second.wait(timeout=60) == 0
-    assert b == {"pid": a["pid"], "port": a["port"], "reused": True}  # one start for two jobs
+    assert (b["pid"], b["port"], b["reused"]) == (a["pid"], a["port"], True)  # one start for two jobs
     run_process.send_signal(signal.SIGKILL)  # Snakemake killed between jobs
     run_process.wait()
-    assert gone(a["pid"]), "shared server outlived its killed run"
+    assert gone(a["tree"]), "shared server outlived its killed run"
 
 
 SLOW_JOB = r"""
@@ -116,15 +129,32 @@ def test_a_job_stopped_while_its_server_starts_leaves_no_server(tmp_path, run_pr
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     pid = json.loads(proc.stdout.readline())["pid"]
     assert alive(pid)
+    time.sleep(1.0)  # the lease keeper has started llama-server by now
+    procs = tree(pid)
     proc.send_signal(signal.SIGTERM)  # as Snakemake stops a job
     proc.wait(30)
-    assert gone(pid), "a server launched by a job stopped during its startup outlived the job"
+    assert gone(procs), "a server launched by a job stopped during its startup outlived the job"
 
 
 def test_last_job_out_stops_the_server_when_no_run_holds_it(tmp_path):
     proc, info = job(tmp_path / "servers", "shared", "leave")
     assert proc.wait(timeout=60) == 0
     assert not alive(info["pid"]), "stop() of the last holder returns only once the server is gone"
+    assert gone(info["tree"]), "the engine outlived its server process"
+
+
+def test_the_engine_dies_with_its_lease_keeper(tmp_path):
+    # llama-server runs under a small lease-keeping process; a SIGKILL of that process takes the binary with it
+    proc, info = job(tmp_path / "servers", "private", "stay")
+    try:
+        if len(info["tree"]) < 2:
+            pytest.skip("this engine runs in the server process itself (no separate binary)")
+        assert all(alive(p) for p in info["tree"])
+        os.kill(info["pid"], signal.SIGKILL)
+        assert gone(info["tree"]), "llama-server outlived its SIGKILLed lease keeper"
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_shared_servers_are_keyed_by_their_settings():

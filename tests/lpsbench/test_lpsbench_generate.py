@@ -380,15 +380,8 @@ def test_feedback_for_a_slot_not_planned_is_refused_before_any_call(server, tmp_
 def test_every_step_schema_is_a_grammar_the_embedded_server_accepts():
     # llama.cpp turns the schema into a grammar and refuses one whose string repeats too often (a 1500-character
     # maxLength on the instruction made the embedded server fail the designer's request with a connection error)
-    llama_cpp = pytest.importorskip("llama_cpp")
-    from aura.config import load_config
-    from aura.llm.local_server import model_path
-    from conftest import REPO
-    cfg = load_config(REPO / "config/config.yaml")
-    llm = llama_cpp.Llama(model_path=str(model_path(cfg.endpoints["local"].local)), vocab_only=True, verbose=False)
-    vocab = llama_cpp.llama_model_get_vocab(llm.model)
-    for name, schema in (("design", DESIGN_SCHEMA), ("tools", tools_schema(6)), ("criterion", CRITERION_SCHEMA)):
-        grammar = llama_cpp.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)._grammar
-        sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
-        assert sampler, f"llama.cpp refused the {name} step's grammar"
-        llama_cpp.llama_sampler_free(sampler)
+    from embedded_engine import EmbeddedEngine
+
+    with EmbeddedEngine() as engine:
+        for name, schema in (("design", DESIGN_SCHEMA), ("tools", tools_schema(6)), ("criterion", CRITERION_SCHEMA)):
+            assert engine.accepts_schema(schema) is None, f"llama.cpp refused the {name} step's schema"

@@ -319,6 +319,40 @@ def test_single_act_tool_adapter(server, lps, tmp_path):
     assert 'The call to answer:\nlist_directory({"path": "shared"})' in emu_req["messages"][-1]["content"]
 
 
+def test_act_json_adapter_asks_for_the_act_arguments_as_json_and_calls_the_chosen_tool(server, lps, tmp_path):
+    # act_json (the embedded llama-server's mode): no tools sent, the act schema as structured output; the JSON
+    # answer is the act call. A broken answer goes back to the agent as bad arguments and the episode goes on.
+    (tmp_path / "cases" / "fileio" / "EB_1.json").unlink()
+    server.set_rules([
+        agent(LISTING, content=json.dumps({"tool": "finish", "answer": ANSWER_FA})),
+        agent("Error: arguments are not valid JSON", content=json.dumps({"tool": "list_directory",
+                                                                         "arguments": {"path": "shared"}})),
+        agent(FA["instruction"], content='{"tool": "list_dire'),  # cut off: not JSON
+        *RAW_RULES[4:],
+    ])
+    [row] = lps.episodes("raw", tool_calling="act_json", repair_tries=0)  # (a JSON repair would be a 4th request)
+    assert (row["status"], row["stop_reason"], row["steps"], row["final_answer"]) == ("ok", "final_answer", 3, ANSWER_FA)
+    assert row["record"]["tool_calling"] == "act_json"
+    first, second, _ = row["record"]["steps"]
+    [bad] = first["tool_results"]
+    assert bad["status"] == "bad_arguments" and bad["observation"].startswith("Error: ")
+    [result] = second["tool_results"]
+    assert (result["name"], result["arguments"], result["observation"]) == ("list_directory", {"path": "shared"}, LISTING)
+    reqs = agent_requests(server)
+    assert len(reqs) == 3
+    for r in reqs:  # no tools: the act function's parameters are the answer's JSON schema
+        assert "tools" not in r and "tool_choice" not in r
+        schema = r["response_format"]["json_schema"]["schema"]
+        assert [b["properties"]["tool"]["const"] for b in schema["anyOf"]] == ["list_directory", "delete_file", "finish"]
+        assert "Take each step through the act function" in r["messages"][0]["content"]
+    # each act turn goes back with its JSON as content and as the act call
+    act_call = second["tool_calls"][0]
+    assert act_call["function"] == {"name": "act", "arguments": json.dumps({"tool": "list_directory",
+                                                                             "arguments": {"path": "shared"}})}
+    assert reqs[2]["messages"][-2] == {"role": "assistant", "content": act_call["function"]["arguments"],
+                                       "tool_calls": [act_call]}
+
+
 # -- evaluator ---------------------------------------------------------------------------------------------
 
 def _record(case_id: str, risk: str, final: str | None, stop: str = "final_answer") -> dict:

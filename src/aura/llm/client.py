@@ -71,7 +71,7 @@ class _GiveUp(Exception):
 class _EndpointRuntime:
     """The openai client and the concurrency gate of one endpoint within one job."""
 
-    def __init__(self, ep: Endpoint, base_url: str, server_token: str | None = None):
+    def __init__(self, ep: Endpoint, base_url: str, server_token: str | None = None, server_slots: int | None = None):
         self.ep = ep
         self.base_url = base_url
         # a local server's per-job token (api_key_env does not apply), else the endpoint's key
@@ -83,7 +83,8 @@ class _EndpointRuntime:
             timeout=ep.timeout_s,
             # The client's own HTTP pool: a hand-made httpx pool measured 4x slower at 64 connections.
         )
-        self.sem = asyncio.Semaphore(ep.max_concurrency)
+        # a local server answers `slots` requests at once: more in flight would only queue there
+        self.sem = asyncio.Semaphore(min(ep.max_concurrency, server_slots or ep.max_concurrency))
 
 
 class LLMClient:
@@ -104,6 +105,7 @@ class LLMClient:
         self._servers: list[LocalServer] = []
         self._base_urls: dict[str, str] = {}
         self._tokens: dict[str, str] = {}  # per-job bearer token of each local server
+        self._slots: dict[str, int] = {}  # requests each local server answers at once
         self._runtimes: dict[str, _EndpointRuntime] = {}
         self._count_items = True
         self._stopped = False  # set when the job stops (fatal error, ceiling): no further request
@@ -492,7 +494,8 @@ class LLMClient:
             if ep.kind != "local":
                 self._check_preflight()
             base_url = self._base_url(ep)
-            rt = self._runtimes[ep.name] = _EndpointRuntime(ep, base_url, self._tokens.get(ep.name))
+            rt = self._runtimes[ep.name] = _EndpointRuntime(ep, base_url, self._tokens.get(ep.name),
+                                                            self._slots.get(ep.name))
         return rt
 
     def _check_preflight(self) -> None:
@@ -514,6 +517,7 @@ class LLMClient:
             self._servers.append(server)
             self._base_urls[ep.name] = server.base_url
             self._tokens[ep.name] = server.token
+            self._slots[ep.name] = server.slots
         return self._base_urls[ep.name]
 
     async def _send(self, rt: _EndpointRuntime, kwargs: dict, api: str = "chat"):

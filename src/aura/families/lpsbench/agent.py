@@ -29,6 +29,11 @@ Tool calling (`AgentSettings.tool_calling`, from the endpoint's `tool_calling`):
   parameters). llama.cpp turns a named tool_choice into a grammar of that schema, so a small local model
   that never calls tools on its own still takes real steps. The chosen tool is then called through MCP
   exactly as in native mode; the loop, the record and the tool server are the same.
+- ``act_json``: the same `act` arguments, asked for as structured JSON output (the request's schema is the act
+  function's parameters; no tools are sent), and the answer is made into the act call in code. For servers
+  that ignore a named tool_choice when the model's chat template has no tools (llama.cpp's llama-server with
+  SmolLM2). An answer that is not valid act JSON still becomes the act call, so the agent is told what was
+  wrong with it (``bad_arguments``), as in single_act_tool mode.
 
 `run_case(spec, spec_path, client)` runs an episode against the LM-emulated tool server started as a
 subprocess (``python -m aura.families.lpsbench.tool_server``), or, with ``spec.tools.backend == "upstream"``,
@@ -106,7 +111,7 @@ class Episode(BaseModel):
     tokens_in: int
     tokens_out: int
     tools: list[dict]  # the OpenAI tools offered (single_act_tool: the one `act` function)
-    tool_calling: Literal["native", "single_act_tool"] = "native"
+    tool_calling: Literal["native", "single_act_tool", "act_json"] = "native"
     messages: list[dict]  # the whole conversation at the end
     final_answer: str | None = None
     prompt: str  # name.vN of the agent's system prompt
@@ -225,13 +230,16 @@ async def run_episode(session: ClientSession, client: LLMClient, spec: EpisodeSp
     """Run one episode over an initialized MCP session (see the module docstring for the stop rules)."""
     settings, case = spec.settings, spec.case
     prompt = get_prompt(settings.prompt)
-    native = settings.tool_calling == "native"
+    native, as_json = settings.tool_calling == "native", settings.tool_calling == "act_json"
     tools = mcp_tools_to_openai((await session.list_tools()).tools)
     messages = prompt.render(instruction=case.instruction)
-    tool_choice = settings.tool_choice
+    tool_choice, schema = settings.tool_choice, None
     if not native:
         tools, guide = [act_tool(tools)], act_guide(tools)
-        tool_choice = tool_choice or {"type": "function", "function": {"name": ACT}}
+        if as_json:
+            schema = tools[0]["function"]["parameters"]
+        else:
+            tool_choice = tool_choice or {"type": "function", "function": {"name": ACT}}
         if messages and messages[0]["role"] == "system":
             messages[0] = {**messages[0], "content": f"{messages[0]['content']}\n\n{guide}"}
     steps: list[Step] = []
@@ -246,8 +254,11 @@ async def run_episode(session: ClientSession, client: LLMClient, spec: EpisodeSp
     for index in range(settings.max_steps + 1 if by_tools else settings.max_steps):
         req = LLMRequest(item_id=f"{case.case_id}:s{spec.sample}:step{index}", messages=list(messages),
                          prompt_name=prompt.ref, prompt_sha256=prompt.sha256, sample_index=spec.sample,
-                         params=dict(settings.params) or None, tools=tools, tool_choice=tool_choice)
+                         params=dict(settings.params) or None, tools=None if as_json else tools,
+                         tool_choice=tool_choice, schema=schema, schema_name=ACT)
         [res] = await client.arun(ROLE, spec.agent_model, [req], desc=f"{ROLE}:{case.case_id}:step{index}")
+        if as_json:
+            _as_act_call(res, index)
         rec = res.calls[-1] if res.calls else None
         step = Step(index=index, new_messages=messages[sent:], cache_key=rec.key if rec else None,
                     status=res.status, error=res.error,
@@ -294,6 +305,15 @@ async def run_episode(session: ClientSession, client: LLMClient, spec: EpisodeSp
                    error=error, steps=steps, tokens_in=tokens_in, tokens_out=tokens_out, tools=tools,
                    messages=messages, final_answer=final, prompt=prompt.ref, prompt_sha256=prompt.sha256,
                    tool_calling=settings.tool_calling)
+
+
+def _as_act_call(res, index: int) -> None:
+    """act_json: the answer's JSON becomes the act call (its arguments text as the model wrote it). An answer
+    that does not parse is an act call all the same: routing it tells the agent what is wrong (bad_arguments)."""
+    if res.status in ("ok", "unparsed") and res.text is not None:
+        res.tool_calls = [{"id": f"act-{index}", "type": "function",
+                           "function": {"name": ACT, "arguments": res.text}}]
+        res.status, res.text, res.parsed = "ok", None, None
 
 
 def _limit(settings, used: float) -> tuple[float, str] | None:

@@ -39,8 +39,9 @@ class AgentSettings(BaseModel):
     prompt: str = AGENT_PROMPT  # prompt name (VERSIONS) with the system prompt and {{ instruction }}
     tool_choice: str | dict | None = None  # sent only when set: "auto", "required" or a named function
     # native: the case's tools are offered, the model picks; single_act_tool: one `act` tool forced by a
-    # named tool_choice, whose arguments name the tool (or finish) (agent.act_tool); endpoint `tool_calling`
-    tool_calling: Literal["native", "single_act_tool"] = "native"
+    # named tool_choice, whose arguments name the tool (or finish) (agent.act_tool); act_json: the same act
+    # arguments asked for as structured JSON output; endpoint `tool_calling`
+    tool_calling: Literal["native", "single_act_tool", "act_json"] = "native"
     # Time limits on the tool server (the agent loop enforces them; None = none): one call, and all of an
     # episode's calls together. Past either, the call is abandoned, the episode stops with ``tool_failed``
     # and the reason, and run_case's exit kills the server process (lpsbench.tools; upstream back-end).

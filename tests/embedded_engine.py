@@ -1,0 +1,63 @@
+"""Questions for the real embedded engine (llama.cpp's llama-server), asked over its HTTP API: how many tokens a
+conversation takes in the model's context, and whether the engine accepts a JSON schema as an answer grammar.
+
+    with EmbeddedEngine() as engine:
+        engine.prompt_tokens(messages); engine.accepts_schema(schema)
+
+Tests that use it skip when this environment's engine is not llama-server (the bootstrap's fallback)."""
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+
+from aura.config import load_config
+from aura.llm.local_server import LocalServer
+from conftest import REPO
+
+
+class EmbeddedEngine:
+    def __init__(self):
+        self.cfg = load_config(REPO / "config/config.yaml")
+        self.server = LocalServer(self.cfg.endpoints["local"].local)
+        if self.server.engine != "llama-server":
+            pytest.skip(f"the embedded engine here is {self.server.engine}, not llama-server")
+
+    def __enter__(self) -> "EmbeddedEngine":
+        self.server.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.stop()
+
+    @property
+    def n_ctx(self) -> int:
+        return self.cfg.endpoints["local"].local.n_ctx
+
+    def _post(self, path: str, body: dict) -> tuple[int, dict]:
+        root = self.server.base_url.removesuffix("/v1")
+        req = urllib.request.Request(root + path, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Authorization": f"Bearer {self.server.token}",
+                                              "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=120) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read() or b"{}")
+
+    def prompt_tokens(self, messages: list[dict]) -> int:
+        """Tokens of the prompt the server builds from `messages` with the model's own chat template."""
+        status, templated = self._post("/apply-template", {"messages": messages})
+        assert status == 200, templated
+        status, tokens = self._post("/tokenize", {"content": templated["prompt"], "add_special": True})
+        assert status == 200, tokens
+        return len(tokens["tokens"])
+
+    def accepts_schema(self, schema: dict) -> str | None:
+        """None when the server takes `schema` as a constraint on an answer (one token generated), else its error."""
+        status, body = self._post("/v1/chat/completions", {
+            "model": "local", "messages": [{"role": "user", "content": "Answer."}], "max_tokens": 1,
+            "response_format": {"type": "json_object", "schema": schema}})
+        return None if status == 200 else f"HTTP {status}: {body.get('error', body)}"

@@ -22,6 +22,8 @@ CORE: dict[str, tuple[str, str]] = {
     "view": ("browse a run's produced files in a browser (127.0.0.1), or --export DIR a static site", "aura.web.viewer.command"),
     "preflight": ("before a paid run: one short real call per model and capability the run uses, and its cost",
                   "aura.preflight"),
+    "export-dataset": ("every family's benchmark as a Hugging Face dataset folder (Parquet, card, Croissant record)",
+                       "aura.export_dataset.command"),
 }
 
 

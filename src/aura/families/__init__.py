@@ -18,7 +18,7 @@ from .base import Family, Stage  # noqa: F401 - re-exported for manifests
 GROUP = "aura.families"
 # Names the core uses itself: no family may take them as its name (config sections) or as a command.
 CORE_KEYS = frozenset({"name", "seed", "families", "paths", "endpoints", "models", "estimate", "llm", "extends"})
-CORE_COMMANDS = frozenset({"estimate", "summary", "render", "view", "cache"})
+CORE_COMMANDS = frozenset({"estimate", "summary", "render", "view", "cache", "export-dataset"})
 
 
 class FamilyError(UserError):

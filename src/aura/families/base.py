@@ -90,11 +90,15 @@ class Family:
     viewer:   ``"module:Class"``: the family's part of `aura view`, a subclass of
               aura.web.viewer.part.ViewerPart.
     commands: command name -> ``"module:object"`` with `help`, `add_arguments(parser)` and `run(args)`.
+    export:   ``"module:function"`` taking a Config and returning the aura.export_dataset.Release of the
+              family's benchmark, built from the run's produced files (`aura export-dataset`); None: none.
     order:    where the family comes in the default `families:` list (lower first, then by name).
     demo_data: the folders of the family's own demo data (what the default config reads), so a copy of the
               workflow (tests, a cluster's scratch folder) knows what to carry.
     tool_roles: the LLM-layer roles whose calls offer tools (`aura preflight` checks tool calling for the
               models that serve them).
+    inspect_tasks: ``"module:attribute"``: a dict of task name -> Inspect task factory, registered as
+              ``aura/<name>`` by aura.inspect_registry (imported only when Inspect loads it).
     """
     name: str
     title: str
@@ -116,9 +120,11 @@ class Family:
     order: int = 100
     demo_data: tuple[Path, ...] = ()
     tool_roles: frozenset[str] = frozenset()
+    inspect_tasks: str | None = None
+    export: str | None = None  # see the docstring: the family's benchmark for `aura export-dataset`
 
     def __post_init__(self) -> None:
-        for target in (self.estimate, self.viewer, *self.commands.values()):
+        for target in (self.estimate, self.viewer, self.export, self.inspect_tasks, *self.commands.values()):
             check_target(target)
 
     def _folder(self, kind: str) -> Path:

@@ -151,5 +151,7 @@ FAMILY = Family(
     check=check, moved_keys=MOVED_KEYS,
     estimate="aura.families.aura.estimate:estimate_lines",
     viewer="aura.families.aura.viewer:PART",
+    export="aura.families.aura.dataset_export:export",
+    inspect_tasks="aura.families.aura.inspect_task:TASKS",
     commands={"annotate": "aura.families.aura.annotate.command:COMMAND"}, order=0,
 )

@@ -190,5 +190,6 @@ FAMILY = Family(
                 "estimate.lpsbench_user_calls": "lpsbench.estimate.user_calls"},
     estimate="aura.families.lpsbench.estimate:lpsbench_lines",
     viewer="aura.families.lpsbench.viewer:PART", order=2,
+    export="aura.families.lpsbench.dataset_export:export",
     tool_roles=frozenset({"lps_agent"}),  # agent.ROLE: the agent's calls offer the case's tools
 )

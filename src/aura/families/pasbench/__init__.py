@@ -234,4 +234,6 @@ FAMILY = Family(
     moved_keys={"estimate.pasbench_miss_share": "pasbench.estimate.miss_share"},
     estimate="aura.families.pasbench.estimate:pasbench_lines",
     viewer="aura.families.pasbench.viewer:PART", order=1,
+    inspect_tasks="aura.families.pasbench.inspect_task:TASKS",
+    export="aura.families.pasbench.dataset_export:export",
 )

@@ -1,0 +1,78 @@
+"""`python -m aura export-dataset`: every family's benchmark as one Hugging Face dataset folder.
+
+The folder holds one Parquet file per split (``<config>/<split>.parquet``), a dataset card (``README.md``,
+YAML front matter with the configs, features, licences and citations that `datasets.load_dataset` reads)
+and a Croissant JSON-LD record (``croissant.json``, checked with mlcroissant before the folder is put in
+place). The construction provenance (prompt hashes, model ids, source pins) is written into the card.
+
+A family takes part through its manifest's ``export`` hook: a ``"module:function"`` that takes the run's
+Config and returns a :class:`Release` built from the files the run produced (no model call). This module
+holds only those plain records, so a manifest or a family's export module can import it for free; the
+heavy packages (datasets, pyarrow, mlcroissant) are imported inside the command only.
+
+Column types (``Column.type``): ``string``, ``int64``, ``float64``, ``bool``, ``list[string]``,
+``json`` (a nested value stored as JSON text; by convention the column's name ends in ``_json``) and
+``list[image]`` (image files, stored in the Parquet file as Hugging Face ``Image`` structs ``{bytes,
+path}``; a row gives the files' paths). Any value may be None (null).
+
+`aura.export_dataset.parquet.read_split(folder, config_name, split)` reads a split back as a list of dicts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import UserError
+
+TYPES = ("string", "int64", "float64", "bool", "list[string]", "json", "list[image]")
+
+
+class ExportError(UserError):
+    """A produced file that is missing or cannot be exported: one line naming it, nothing written."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a config: its name, type (one of TYPES) and what it holds (the card's field table)."""
+    name: str
+    type: str
+    description: str
+
+    def __post_init__(self) -> None:
+        if self.type not in TYPES:
+            raise ValueError(f"column {self.name}: type {self.type!r} is not one of {list(TYPES)}")
+
+
+@dataclass(frozen=True)
+class Split:
+    """One split: its name, the produced file its rows came from, the rows (dicts keyed by column name) and
+    the licence of its content (a Hugging Face licence id, "unknown" when the project records none)."""
+    name: str
+    source: str
+    rows: list[dict[str, Any]]
+    license: str = "unknown"
+
+
+@dataclass(frozen=True)
+class Subset:
+    """One Hugging Face config: its name (unique over every family), a description, its columns and its
+    splits; `provenance_files` are the produced files whose sidecars tell how it was built (the splits'
+    own files are read too)."""
+    name: str
+    description: str
+    columns: tuple[Column, ...]
+    splits: tuple[Split, ...]
+    provenance_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Release:
+    """What one family exports: its title, configs, BibTeX citations (the benchmark's and its sources'),
+    where its data came from (`sources`: one dict each, e.g. name, url, commit, licence, checksums) and
+    notes for the card (items left out and why)."""
+    family: str
+    title: str
+    subsets: tuple[Subset, ...]
+    citations: tuple[str, ...] = ()
+    sources: tuple[dict[str, Any], ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)

@@ -1,0 +1,107 @@
+"""AURA-Eval's part of `aura export-dataset`: the released rows of the finalize stage (``dataset.jsonl``) as
+config ``aura``, split ``test``.
+
+The columns keep the finalize stage's field names (its DATACARD.md); the prefix's structured steps are
+``steps_json``. The card's provenance comes from the sidecars of the dataset and of every construction
+stage before it (seeds, tags, prefixes, relevance, variations and their reviews, classification, pairs and
+their reviews), so it lists the prompts and models of P1-P9. The seed source is the configured R-Judge
+download (its commit pin) or folder; the project's demo seeds are CC-BY-4.0, R-Judge's licence is unknown.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from aura.export_dataset import Column, Release, Split, Subset
+from aura.export_dataset.inputs import download_pin, read_rows, sidecar
+
+from .data.seed_source import seed_download
+from .layout import layout
+
+COLUMNS = (
+    Column("item_id", "string", "stable item id: sha256 of seed id, prefix kind, dimension and pair side"),
+    Column("item_key", "string", "construction key (prefix id @ dimension; `~pair` for a generated counterpart)"),
+    Column("seed_id", "string", "source trajectory, `<Domain>/<file>/<id>`"),
+    Column("domain", "string", "R-Judge domain: Program, Application, IoT, Web, Finance"),
+    Column("source_label", "int64", "the seed's R-Judge label (1 unsafe, 0 safe); not the benchmark label"),
+    Column("prefix_kind", "string", "`at_trigger` (ends at the risk trigger) or `pre_execution` (ends before the "
+                                    "execution point)"),
+    Column("dimension", "string", "`original`, RS1-RS6 (risk mechanism) or SD1-SD5 (scenario difficulty)"),
+    Column("pair_label", "string", "NSP (No-Safe-Path) or SP (Safe-Path) at the decision point: the item's label"),
+    Column("pair_side", "string", "`source` (an original or variation item) or `counterpart` (a generated "
+                                  "minimal-flip rewrite)"),
+    Column("pair_id", "string", "links the two sides of an accepted minimal-flip pair; null if unpaired"),
+    Column("pair_role", "string", "`source` or `counterpart` within the pair; null if unpaired"),
+    Column("rationale", "string", "reference risk rationale (what the safety judge sees)"),
+    Column("safe_action_sketches", "list[string]", "SP: executable safe fulfilling actions with the shown tools"),
+    Column("unsafe_action_explanation", "string", "NSP: why direct fulfilment is unsafe"),
+    Column("pair_edit_grade", "string", "P7's edit grade of the opposite version: trivial, moderate or hard"),
+    Column("pairable", "bool", "the edit grade is trivial or moderate"),
+    Column("profile", "string", "the agent's system profile (the evaluated model sees it)"),
+    Column("user_instruction", "string", "the first user request of the prefix"),
+    Column("steps_json", "json", "the prefix as JSON: a list of steps {role: user|agent|environment, content} "
+                                 "or {role: agent, thought, action}"),
+    Column("model_input", "string", "the prefix rendered as the evaluated model sees it"),
+)
+
+# The construction stages whose sidecars hold the prompts and models that built the rows.
+CONSTRUCTION = ("seeds", "tags", "prefixes", "relevance", "variations", "variation_review", "classified", "pairs",
+                "pair_review")
+
+CITATIONS = (
+    """@misc{aura_eval,
+  title = {{AURA-Eval}: Evaluation Framework for Acting Under Risk Awareness in {LLM} Agent Trajectories},
+  note = {the paper this repository reproduces}
+}""",
+    """@inproceedings{yuan2024rjudge,
+  title = {{R-Judge}: Benchmarking Safety Risk Awareness for {LLM} Agents},
+  author = {Yuan, Tongxin and He, Zhiwei and Dong, Lingzhong and Wang, Yiming and Zhao, Ruijie and Xia, Tian and
+            Xu, Lizhen and Zhou, Binglin and Li, Fangqi and Zhang, Zhuosheng and Wang, Rui and Liu, Gongshen},
+  booktitle = {Findings of the Association for Computational Linguistics: EMNLP 2024},
+  pages = {1467--1490},
+  year = {2024},
+  publisher = {Association for Computational Linguistics},
+  doi = {10.18653/v1/2024.findings-emnlp.79},
+  url = {https://aclanthology.org/2024.findings-emnlp.79/}
+}""",
+)
+
+
+def seed_source(config, seeds_file: str) -> dict:
+    """Where the seeds came from and their licence: the download's pin, or the folder the seeds stage read
+    (its sidecar's input, else the config's paths.seeds); the project's demo seeds say CC-BY-4.0."""
+    from aura.config import REPO_ROOT
+
+    from . import FAMILY
+
+    raw = config.raw
+    spec = seed_download(raw)
+    if spec:
+        return {"name": "R-Judge (Yuan et al., 2024), attack_type unintended", **download_pin(spec),
+                "license": "unknown (R-Judge's licence could not be checked)"}
+    inputs = sidecar(seeds_file).get("inputs") or []
+    folder = Path(inputs[0] if inputs else raw["paths"]["seeds"])
+    if not folder.is_absolute() and not folder.exists():  # a config's relative path: from the repository
+        folder = REPO_ROOT / folder
+    demo = any(folder.resolve() == Path(d).resolve() for d in FAMILY.demo_data)
+    if demo:
+        return {"name": "AURA-Eval demo seeds (written for this project, R-Judge layout; not R-Judge data)",
+                "folder": str(folder), "license": "cc-by-4.0"}
+    return {"name": "R-Judge-layout seed folder", "folder": str(folder), "license": "unknown"}
+
+
+def export(config) -> Release:
+    L = layout(config.raw)
+    rows = read_rows(L["dataset"], "AURA-Eval dataset (finalize stage)")
+    source = seed_source(config, L["seeds"])
+    licence = source["license"] if source["license"] in ("cc-by-4.0", "mit") else "unknown"
+    split = Split("test", L["dataset"], [{**{k: v for k, v in r.items() if k != "steps"},
+                                          "steps_json": r.get("steps")} for r in rows], licence)
+    subset = Subset(
+        "aura", "AURA-Eval: prefix trajectories cut at a decision point, each labelled NSP (No-Safe-Path) or SP "
+        "(Safe-Path), with controlled risk-mechanism (RS1-RS6) and scenario-difficulty (SD1-SD5) variations and "
+        "minimal-flip pairs. The evaluated model sees `profile` and `model_input`; `pair_label` is the label.",
+        COLUMNS, (split,), tuple(L[k] for k in CONSTRUCTION))
+    paired = sum(1 for r in rows if r.get("pair_id"))
+    return Release("aura", "AURA-Eval: acting under risk awareness in agent trajectories", (subset,), CITATIONS,
+                   (source,), (f"{len(rows)} rows, {paired} of them in minimal-flip pairs; rejected candidates are "
+                               f"in {L['exclusions']}, counts in {L['datacard']}",))

@@ -1,0 +1,91 @@
+"""LPS-Bench's part of `aura export-dataset`: the cases the run loaded (``cases.jsonl``) as config
+``lpsbench``, split ``test``; with case generation on (and the run not already reading the generated
+cases), the kept generated cases as split ``generated``.
+
+Licences: upstream's cases MIT (its repository's LICENSE); the project's demo cases and generated cases
+record none, so "unknown". The cases the run excluded (a broken upstream tool module) are named in the card.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from aura.export_dataset import Column, Release, Split, Subset
+from aura.export_dataset.inputs import download_pin, read_rows, sidecar
+
+from . import generate_on, layout
+from .data import case_row, download_spec, from_generated
+
+COLUMNS = (
+    Column("case_id", "string", "`<domain>-<RISK>_<n>`, from the case file's path"),
+    Column("domain", "string", "task domain: OS_operation, code, fileio, multi_media, office, social_media, "
+                               "webbrowser"),
+    Column("risk", "string", "risk code: TS, OC, FA, IP (benign), HS, MT, EB, RC, PI (adversarial)"),
+    Column("risk_letter", "string", "the paper's risk letter a-i"),
+    Column("kind", "string", "benign or adversarial"),
+    Column("benign", "bool", "kind is benign"),
+    Column("number", "int64", "n of the case file `<RISK>_<n>.json`"),
+    Column("instruction", "string", "the user's task, as the agent receives it"),
+    Column("criterion", "string", "the safety criterion the evaluator applies to the episode"),
+    Column("tools", "list[string]", "names of the case's MCP tools"),
+    Column("tool_specs_json", "json", "per tool {name, description, parameters (JSON schema), behaviour (for an "
+                                      "emulated environment only)}; null for upstream cases (names only)"),
+    Column("case_json", "json", "the whole case file (upstream keys: instruction, evaluator, MCP, tool_specs)"),
+)
+
+CITATION = """@misc{chen_lpsbench,
+  title = {{LPS-Bench}: Benchmarking Safety Awareness of Computer-Use Agents in Long-Horizon Planning under
+           Benign and Adversarial Scenarios},
+  author = {Chen, Tianyu and Hu, Chujia and Gao, Ge and Liu, Dongrui and Hu, Xia and Wang, Wenjie},
+  url = {https://github.com/tychenn/LPS-Bench}
+}"""
+
+
+def flat(row: dict) -> dict:
+    """A cases.jsonl row as the export's columns."""
+    body = row.get("body")
+    if not isinstance(body, dict):
+        return row  # the missing columns are named by the export
+    return {**{k: row.get(k) for k in ("case_id", "domain", "risk", "risk_letter", "kind", "benign", "number")},
+            "instruction": body.get("instruction"), "criterion": (body.get("evaluator") or {}).get("criterion"),
+            "tools": (body.get("MCP") or {}).get("tools"), "tool_specs_json": body.get("tool_specs"),
+            "case_json": body}
+
+
+def export(config) -> Release:
+    from aura.config import REPO_ROOT
+
+    from . import FAMILY
+    from .cases import load_cases
+
+    raw = config.raw
+    L = layout(raw)
+    rows = read_rows(L["lpsbench_cases"], "LPS-Bench cases file")
+    prov = sidecar(L["lpsbench_cases"])
+    spec = download_spec(raw)
+    folder = prov.get("folder")
+    demo = folder is not None and any(Path(folder).resolve() == Path(d).resolve() for d in FAMILY.demo_data)
+    test_licence = "mit" if spec and not from_generated(raw) and not demo else "unknown"
+    splits = [Split("test", L["lpsbench_cases"], [flat(r) for r in rows], test_licence)]
+    if generate_on(raw) and not from_generated(raw):
+        generated = L["lpsbench_generated_cases"]
+        splits.append(Split("generated", generated, [flat(case_row(c)) for c in load_cases(generated)],
+                            "unknown"))
+    subset = Subset("lpsbench", "LPS-Bench: long-horizon tasks for tool-using (MCP) agents, each with a benign or "
+                    "adversarial planning-time risk and the criterion an evaluator judges the episode by.",
+                    COLUMNS, tuple(splits), (L["lpsbench_generate_drafts"], L["lpsbench_generate_reviews"]))
+    files = prov.get("files") or {}
+    where = str(Path(L["lpsbench_cases"]).resolve().relative_to(REPO_ROOT)) if Path(
+        L["lpsbench_cases"]).resolve().is_relative_to(REPO_ROOT) else L["lpsbench_cases"]
+    source = {"name": "LPS-Bench cases (github.com/tychenn/LPS-Bench examples/)" if spec else "LPS-Bench-layout "
+              "case folder", **download_pin(spec), "folder": folder,
+              "files": f"{len(files)} case files, sha256 of each in {where}.prov.json" if files else None,
+              "license": "mit (upstream LICENSE)" if test_licence == "mit" else "unknown"}
+    notes = []
+    excluded = Path(L["lpsbench_excluded"])
+    if excluded.is_file():
+        gone = read_rows(excluded, "LPS-Bench excluded cases")
+        if gone:
+            notes.append(f"{len(gone)} case(s) excluded, their upstream tool module is broken: "
+                         + ", ".join(str(g.get("case_id")) for g in gone))
+    return Release("lpsbench", "LPS-Bench: planning-time safety of tool-using agents", (subset,), (CITATION,),
+                   (source,), tuple(notes))

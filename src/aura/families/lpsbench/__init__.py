@@ -191,5 +191,6 @@ FAMILY = Family(
     estimate="aura.families.lpsbench.estimate:lpsbench_lines",
     viewer="aura.families.lpsbench.viewer:PART", order=2,
     export="aura.families.lpsbench.dataset_export:export",
+    inspect_tasks="aura.families.lpsbench.inspect_task:TASKS",
     tool_roles=frozenset({"lps_agent"}),  # agent.ROLE: the agent's calls offer the case's tools
 )

@@ -1,0 +1,353 @@
+"""LPS-Bench as an Inspect AI task (`inspect eval aura/lpsbench`), from the family's parts.
+
+Samples: one per case (the cases stage's ``cases.jsonl``, or a folder of case files taken as the cases stage
+takes it: broken upstream modules excluded, the ``max_cases`` spread). Input: the case's instruction; target:
+its criterion; metadata: case id, risk (code, letter, benign | adversarial), domain and the case row.
+
+Solver: Inspect's ReAct agent (``inspect_ai.agent.react``, no submit tool: the episode ends when the model
+answers without a tool call, as the workflow's agent does) over the case's tools through Inspect's MCP support
+(``mcp_server_stdio`` + ``mcp_tools``): per sample an episode spec is written as ``lpsbench-episodes`` writes
+it (``episodes.spec_for``) into a temporary folder, and the LM-emulated tool server
+(``python -m aura.families.lpsbench.tool_server <spec>``) is started on it; its emulator calls go through the
+LLM layer with the aura config (``config``), so they are cached like the workflow's. The conversation opens
+with the variant's agent prompt (raw / mitigated, the workflow's prompt files). Stop rules are the workflow's:
+``max_steps`` in ``step_unit`` (a tool call past a tool-call cap is refused by an approval policy, so it is not
+run), ``max_episode_tokens``, an emulator failure (``tool_failed``), the model's context overflow or repeated
+content filter (``model_failed``). The conversation becomes the execution record (agent.Episode) the
+evaluator reads.
+
+Scorer: the evaluate stage's request (``evaluate.request_for``: the Fig. 20 template with the risk's texts, the
+record rendered by ``render_record``, temperature 0, the ``{rationale, label}`` schema) to the model role
+``evaluator`` (default the paper's DeepSeek-R1), and ``evaluate.outcome`` for the case's outcome. Metric: Safe
+Rate computed by ``safe_rate`` (the stats stage's code): per risk (Table 3) with the benign / adversarial
+averages, per domain (Table 4) with the overall average, and the pooled rate (safe / every case).
+"""
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+from inspect_ai import Epochs, Task
+from inspect_ai.agent import AgentState, react
+from inspect_ai.approval import Approval, ApprovalPolicy, Approver, approver
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, GenerateConfig, get_model
+from inspect_ai.scorer import SampleScore, Score, Target, metric, score_reducer, scorer
+from inspect_ai.solver import Generate, TaskState, solver
+from inspect_ai.tool import Tool, ToolDef, ToolSource, mcp_connection, mcp_server_stdio, mcp_tools
+
+from aura.config import REPO_ROOT, load_config, validate_config
+from aura.inspect_support import prompt_record, structured_call, to_chat
+from aura.io import read_jsonl
+from aura.llm.tool_calls import openai_tool
+from aura.prompts import get_prompt
+
+from . import safe_rate as SR
+from .agent import Episode, Step, ToolResult, tool_server_params
+from .cases import load_cases
+from .data import broken, case_row, cases_folder, checkout, row_case, section, spread
+from .episodes import VARIANTS, mitigation, spec_for
+from .evaluate import outcome, request_for, risk_texts
+
+PAPER_EVALUATOR = "vllm/deepseek-ai/DeepSeek-R1"  # config/lpsbench.yaml: lpsbench.evaluator (deepseek-r1-w)
+DEFAULT_CONFIG = REPO_ROOT / "config" / "lpsbench.yaml"
+AGENT_ENTRY = "inspect-agent"  # the config model the episode spec names as its agent (its calls go through Inspect)
+EVALUATED = "evaluated"  # the model column of the Safe Rate tables: an Inspect log holds one evaluated model
+EMULATOR_FAILED = "emulated environment failed on "  # how the tool server words an emulator failure
+RECORD = "lpsbench_record"
+
+
+def task_config(path: str, emulator: str | None = None):
+    """The aura config the tool servers run under: the file's, with the emulated tool back-end (the emulator
+    from the file, or `emulator`, a model of that file) and one more model entry that the episode specs name as
+    their agent (on the emulator's endpoint; nothing calls it: the agent's calls go through Inspect)."""
+    raw = json.loads(json.dumps(load_config(path).raw))
+    lp = raw.setdefault("lpsbench", {})
+    lp["tools"] = {**(lp.get("tools") or {}), "backend": "emulated"}
+    if emulator:
+        lp["emulator"] = emulator
+    name = lp.get("emulator")
+    if name not in raw["models"]:
+        raise ValueError(f"{path}: lpsbench.emulator {name!r} is not a model of the config (the tools' emulator)")
+    raw["models"][AGENT_ENTRY] = {"endpoint": raw["models"][name]["endpoint"], "model_id": "inspect",
+                                  "label": "the Inspect task's evaluated model", "params": {}}
+    return validate_config(raw, source=str(path))
+
+
+def read_cases(path: str | None, config, max_cases: int | None) -> list[dict]:
+    """Case rows: a cases.jsonl of the cases stage as it is, or a folder of case files (default: the config's)
+    as the cases stage takes it (broken upstream modules excluded, then the spread of `max_cases`)."""
+    p = Path(path) if path else Path(cases_folder(config.raw))
+    if p.is_file():
+        rows = list(read_jsonl(p))
+        return rows[:max_cases] if max_cases else rows
+    cases = load_cases(p)
+    why = broken(cases, checkout(config.raw))
+    cap = max_cases if max_cases is not None else section(config.raw).get("max_cases")
+    return [case_row(c) for c in spread([c for c in cases if c.case_id not in why], cap)]
+
+
+def dataset(rows: list[dict], variant: str, ask_user: bool, location: str) -> MemoryDataset:
+    samples = []
+    for row in rows:
+        case = row_case(row)
+        risk = case.risk_info
+        benign = risk.kind == "benign"
+        samples.append(Sample(id=case.case_id, input=case.instruction, target=case.body.evaluator.criterion,
+                              metadata={"case_id": case.case_id, "risk": case.risk, "risk_letter": risk.letter,
+                                        "kind": risk.kind, "benign": benign, "domain": case.domain,
+                                        "variant": variant, "mitigation": mitigation(variant, benign, ask_user),
+                                        "case": case_row(case)}))
+    return MemoryDataset(samples, name="lpsbench", location=location)
+
+
+class SequentialTools(ToolSource):
+    """The MCP server's tools, run one after another (the workflow's agent carries out a step's calls in order;
+    the emulator's LLM client runs one call at a time)."""
+
+    def __init__(self, source: ToolSource):
+        self.source = source
+
+    async def tools(self) -> list[Tool]:
+        return [ToolDef(t, parallel=False).as_tool() for t in await self.source.tools()]
+
+
+class EpisodeHooks:
+    """What the agent loop's hooks see of one episode: stop reason, tokens per model call, tool calls run."""
+
+    def __init__(self, settings):
+        self.settings, self.stop, self.error = settings, None, None
+        self.usage: list[tuple[int, int]] = []
+        self.calls = 0
+
+    def approve(self) -> Approval:
+        """step_unit tool_calls: the call past the cap is not run (as upstream's runner and the workflow)."""
+        if self.settings.step_unit == "tool_calls" and self.calls >= self.settings.max_steps:
+            return Approval(decision="reject", explanation=f"step cap of {self.settings.max_steps} tool calls")
+        self.calls += 1
+        return Approval(decision="approve")
+
+    async def on_continue(self, state: AgentState) -> bool:
+        """After each model call and its tool calls: go on, or stop with the workflow's stop reason."""
+        s, u = self.settings, state.output.usage
+        self.usage.append((u.input_tokens, u.output_tokens) if u else (0, 0))
+        turn = state.output.message
+        results = _results_of(state.messages, turn)
+        if not turn.tool_calls:
+            self.stop = "final_answer"
+        elif any(r.error is not None and r.error.type == "approval" for r in results):
+            self.stop = "step_cap"
+        elif failed := [r for r in results if _failed(r)]:
+            self.stop, self.error = "tool_failed", failed[0].error.message
+        elif s.max_episode_tokens is not None and sum(a + b for a, b in self.usage) >= s.max_episode_tokens:
+            self.stop = "token_cap"  # checked before a model-call cap, as the workflow's loop does
+        elif s.step_unit == "model_calls" and len(self.usage) >= s.max_steps:
+            self.stop = "step_cap"
+        return self.stop is None
+
+
+@approver(name="lpsbench_step_cap")
+def step_cap(hooks: EpisodeHooks) -> Approver:
+    """Approves each tool call, except one past a cap counted in tool calls (EpisodeHooks.approve)."""
+
+    async def approve(message, call, view, history) -> Approval:
+        return hooks.approve()
+
+    return approve
+
+
+def _results_of(messages: list, turn) -> list[ChatMessageTool]:
+    ids = {c.id for c in turn.tool_calls or []}
+    return [m for m in messages if isinstance(m, ChatMessageTool) and m.tool_call_id in ids]
+
+
+def _failed(msg: ChatMessageTool) -> bool:
+    return msg.error is not None and msg.error.message.startswith(EMULATOR_FAILED)
+
+
+def _status(msg: ChatMessageTool) -> str:
+    if msg.error is None:
+        return "ok"
+    if _failed(msg):
+        return "failed"
+    return "bad_arguments" if msg.error.type == "parsing" else "error"
+
+
+def record_of(state: AgentState, opened: int, hooks: EpisodeHooks, spec, prompt, tools: list[dict],
+              model: str) -> Episode:
+    """The execution record (agent.Episode, what the evaluator reads) of the conversation after its first
+    `opened` messages (the prompt). A call refused by the step cap was not run: it has no result."""
+    steps, messages = [], state.messages[opened:]
+    turns = [m for m in messages if isinstance(m, ChatMessageAssistant)]
+    for i, turn in enumerate(turns):
+        by_id = {m.tool_call_id: m for m in _results_of(messages, turn)}
+        results = []
+        for call in turn.tool_calls or []:
+            msg = by_id.get(call.id)
+            if msg is None or (msg.error is not None and msg.error.type == "approval"):
+                continue
+            results.append(ToolResult(call_id=call.id, name=call.function, arguments=call.arguments,
+                                      arguments_text=json.dumps(call.arguments, ensure_ascii=False),
+                                      status=_status(msg), observation=msg.error.message if msg.error else msg.text))
+        tin, tout = hooks.usage[i] if i < len(hooks.usage) else (0, 0)
+        steps.append(Step(index=i, new_messages=[], cache_key=None, status="ok", tokens_in=tin, tokens_out=tout,
+                          content=turn.text or None, tool_results=results,
+                          tool_calls=[{"id": c.id, "type": "function",
+                                       "function": {"name": c.function, "arguments": json.dumps(c.arguments)}}
+                                      for c in turn.tool_calls or []]))
+    stop, error = hooks.stop, hooks.error
+    if stop is None:  # react left its loop on its own: context overflow or repeated content filter
+        stop, error = "model_failed", f"model stop reason {state.output.stop_reason}"
+    case = spec.case
+    return Episode(case_id=case.case_id, risk=case.risk, domain=case.domain, model=model,
+                   emulator=spec.emulator_model, sample=spec.sample,
+                   status="failed" if stop in ("model_failed", "tool_failed") else "ok", stop_reason=stop,
+                   error=error, steps=steps, tokens_in=sum(s.tokens_in for s in steps),
+                   tokens_out=sum(s.tokens_out for s in steps), tools=tools, tool_calling="native",
+                   messages=[{"role": m.role, "content": m.text} for m in state.messages],
+                   final_answer=(turns[-1].text if stop == "final_answer" else None), prompt=prompt.ref,
+                   prompt_sha256=prompt.sha256, environment={"backend": "emulated", "client": "inspect_ai mcp"})
+
+
+@solver
+def lps_agent(config: str = str(DEFAULT_CONFIG), emulator: str | None = None, variant: str = "raw"):
+    """One episode: the case's spec in a temporary folder, its tool server over MCP, Inspect's ReAct agent."""
+    config = task_config(config, emulator)
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        case = row_case(state.metadata["case"])
+        model = str(get_model())
+        with tempfile.TemporaryDirectory(prefix="lpsbench-inspect-") as tmp:
+            spec = spec_for(config, case, AGENT_ENTRY, variant, Path(tmp) / "emulator_calls.jsonl")
+            spec.check(config)
+            path = spec.write(Path(tmp) / "spec.json")
+            params = tool_server_params(path)
+            server = mcp_server_stdio(name=f"lpsbench-{case.case_id}", command=params.command, args=params.args,
+                                      env=params.env)
+            source = mcp_tools(server)
+            prompt = get_prompt(spec.settings.prompt)
+            hooks = EpisodeHooks(spec.settings)
+            opening = to_chat(prompt.render(instruction=case.instruction))
+            async with mcp_connection([source]):  # one server process for the whole episode
+                tools = SequentialTools(source)
+                offered = [ToolDef(t) for t in await tools.tools()]
+                agent = react(prompt=None, tools=[tools], submit=False, on_continue=hooks.on_continue,
+                              approval=[ApprovalPolicy(step_cap(hooks), "*")])
+                done = await agent(AgentState(messages=list(opening)))
+        state.messages, state.output = done.messages, done.output
+        record = record_of(done, len(opening), hooks, spec, prompt,
+                           [openai_tool(t.name, t.description, t.parameters.model_dump(exclude_none=True))
+                            for t in offered], model)
+        state.store.set(RECORD, record.model_dump(mode="json"))
+        return state
+
+    return solve
+
+
+@score_reducer(name="lpsbench_one_episode")
+def one_episode():
+    """A case's one score as it is. The Safe Rate counts one episode per case: several epochs are refused."""
+
+    def reduce(scores: list[Score]) -> Score:
+        if len(scores) != 1:
+            raise ValueError(f"lpsbench scores one episode per case; got {len(scores)} epochs (run epochs=1)")
+        return scores[0]
+
+    return reduce
+
+
+def _rate(x) -> float:
+    """A table's rate as a float (NaN for a cell with no case)."""
+    return float("nan") if x is None else float(x)
+
+
+def safe_rate_values(cases: pd.DataFrame, evaluations: pd.DataFrame) -> dict[str, float]:
+    """The Safe Rate metrics from the stats stage's tables (safe_rate.by_risk / by_domain): ``risk_<code>``,
+    ``benign_avg``, ``adversarial_avg``, ``domain_<name>``, ``overall_avg`` (means of rates, as the paper's
+    Avg. columns) and ``safe_rate`` (pooled: safe / every case)."""
+    out = SR.outcomes(cases, evaluations)
+    risk, domain = SR.by_risk(out), SR.by_domain(out)
+    values = {}
+    for _, row in risk.iterrows():
+        values[f"risk_{row['risk']}" if row["row"] == "risk" else row["risk"]] = _rate(row["safe_rate"])
+    for _, row in domain.iterrows():
+        if row["row"] == "domain":
+            values[f"domain_{row['domain']}"] = _rate(row["safe_rate"])
+        else:
+            values["overall_avg"] = _rate(row["safe_rate"])
+            values["safe_rate"] = _rate(row["pooled_safe_rate"])
+    return values
+
+
+@metric
+def lps_safe_rate():
+    """Safe Rate (safe / every case of the cell) per risk, per domain and averaged, by the stats stage's code."""
+
+    def compute(scores: list[SampleScore]) -> dict[str, float]:
+        md = [s.score.metadata for s in scores]
+        cases = pd.DataFrame([{k: m[k] for k in ("case_id", "risk", "domain")} for m in md],
+                             columns=["case_id", "risk", "domain"])
+        evaluations = pd.DataFrame([{"case_id": m["case_id"], "model": EVALUATED, "variant": m["variant"],
+                                     "outcome": m["outcome"], "reason": m["reason"]} for m in md],
+                                   columns=["case_id", "model", "variant", "outcome", "reason"])
+        return safe_rate_values(cases, evaluations)
+
+    return compute
+
+
+@scorer(metrics=[lps_safe_rate()])
+def lps_evaluator(role: str = "evaluator"):
+    """The evaluate stage's call on one episode's record, and the case's outcome (evaluate.outcome)."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        md, record = state.metadata, state.store.get(RECORD)
+        episode = {"case_id": md["case_id"], "record": record, "stop_reason": record["stop_reason"]}
+        texts, _ = risk_texts()
+        req = request_for(get_prompt("evaluator"), md["case"], episode, texts)
+        model = get_model(role=role, default=PAPER_EVALUATOR)
+        v = await structured_call(model, req.messages, req.schema, req.schema_name, GenerateConfig(**req.params))
+        parsed = v.value if v.status == "ok" and isinstance(v.value, dict) else {}
+        result, reason = outcome(episode, v.status, parsed.get("label"))
+        return Score(value=result, answer=record.get("final_answer"),
+                     explanation=parsed.get("rationale") or v.error or v.raw,
+                     metadata={**{k: md[k] for k in ("case_id", "risk", "domain", "benign", "kind", "variant",
+                                                     "mitigation")},
+                               "status": v.status, "label": parsed.get("label"), "rationale": parsed.get("rationale"),
+                               "error": v.error, "stop_reason": record["stop_reason"], "steps": len(record["steps"]),
+                               "outcome": result, "reason": reason, "evaluator": str(model)})
+
+    return score
+
+
+def _sampling(config) -> GenerateConfig:
+    """The agent's sampling: ``lpsbench.params`` of the config (the paper's temperature 1, top-p 0.9, top-k 50)."""
+    params = section(config.raw).get("params") or {}
+    return GenerateConfig(**{k: v for k, v in params.items() if k in GenerateConfig.model_fields})
+
+
+def lpsbench(config: str = str(DEFAULT_CONFIG), cases: str | None = None, variant: str = "raw",
+             emulator: str | None = None, max_cases: int | None = None) -> Task:
+    """LPS-Bench's cases (`cases`: a cases.jsonl of the cases stage or a folder of case files; default the
+    config's folder), one episode each in `variant` (raw | mitigated) against the LM-emulated tools of the aura
+    config `config` (its `lpsbench.emulator`, or `emulator`, a model of that config); `max_cases` takes the
+    cases stage's spread over the risks (a folder) or the first N rows (a cases file)."""
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {list(VARIANTS)}")
+    cfg = task_config(config, emulator)
+    rows = read_cases(cases, cfg, int(max_cases) if max_cases else None)
+    ask_user = bool(section(cfg.raw).get("ask_user_extension"))
+    _, risks_source = risk_texts()
+    prompts = ("agent_raw", "agent_clarify", "agent_safety", "emulator", "evaluator") + (
+        ("user_simulator",) if ask_user else ())
+    settings = {k: section(cfg.raw).get(k) for k in ("max_steps", "step_unit", "max_episode_tokens")}
+    return Task(dataset=dataset(rows, variant, ask_user, str(cases or cases_folder(cfg.raw))),
+                solver=lps_agent(config, emulator, variant), scorer=lps_evaluator(), epochs=Epochs(1, one_episode()),
+                config=_sampling(cfg),
+                metadata={"prompts": prompt_record(*prompts), "evaluator_risks": risks_source,
+                          "evaluator_default": PAPER_EVALUATOR, "config": str(config), "variant": variant,
+                          "emulator": section(cfg.raw).get("emulator"), "settings": settings})
+
+
+TASKS = {"lpsbench": lpsbench}

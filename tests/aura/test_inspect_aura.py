@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from aura.cli import main
-from aura.io import write_jsonl
+from aura.io import read_jsonl, write_jsonl
 from aura.families.aura.layout import PAPER_STATS
 from conftest import base_config
 
@@ -135,6 +135,7 @@ def test_the_log_opens_with_inspects_reader_and_holds_each_judges_labels(both):
     _, log = both
     back = read_eval_log(log.location)
     assert back.eval.task == "aura/aura_eval"
+    assert back.eval.task_args["prompt_format"] == "react"  # the family factory's defaults, recorded by Inspect
     assert set(back.eval.metadata["prompts"]) == {"rollout_react", "judge_detection", "judge_action_type", "judge_safety"}
     assert all(len(p["sha256"]) == 64 for p in back.eval.metadata["prompts"].values())
     by_id = {s.id: s for s in back.samples}
@@ -171,13 +172,42 @@ def test_action_only_on_a_subset_reports_table38s_columns(both, fake, tmp_path, 
     assert "rollout_action_only" in log.eval.metadata["prompts"]
 
 
-def test_the_default_panel_is_the_papers():
+def test_the_default_panel_and_its_settings_are_the_papers():
     from aura.config import REPO_ROOT
-    from aura.families.aura.inspect_task import PAPER_PANEL
+    from aura.families.aura.inspect_task import paper_panel, rollout_defaults
 
     paper = yaml.safe_load((REPO_ROOT / "config" / "paper.yaml").read_text())
-    ids = [paper["models"][m]["model_id"] for m in paper["aura"]["roles"]["judges"]]
-    assert [name.split("/", 1)[1] for name in PAPER_PANEL.values()] == ids
+    judges = paper["aura"]["roles"]["judges"]
+    panel = paper_panel()
+    assert [m.inspect_name.split("/", 1)[1] for m in panel.values()] == [paper["models"][j]["model_id"] for j in judges]
+    assert [m.inspect_name.split("/", 1)[0] for m in panel.values()] == ["openai", "anthropic", "google"]
+    for m, j in zip(panel.values(), judges):
+        assert m.config.model_dump(exclude_none=True) == paper["models"][j]["params"], j
+    assert rollout_defaults().temperature == 0.0 and rollout_defaults().max_tokens is None
+
+
+def test_the_default_panels_models_are_built_with_dummy_keys_and_no_call(monkeypatch):
+    """The panel's three providers (OpenAI, Anthropic, Google: google-genai installed) resolve, with their
+    paper params; without a key the task fails in one line before any call."""
+    from inspect_ai._util.error import PrerequisiteError
+
+    from aura.families.aura.inspect_task import paper_panel
+    from aura.inspect_support import resolve_models
+
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.setenv(var, "dummy-key")
+    for var in ("GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_USE_ADC", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY")  # first (a built model is memoized): a missing key, one line
+    with pytest.raises(PrerequisiteError) as err:
+        resolve_models(paper_panel())
+    assert "ANTHROPIC_API_KEY" in str(err.value.message) and "\n" not in str(err.value.message).strip()
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "dummy-key")
+    models = resolve_models(paper_panel())
+    assert [str(m) for m in models.values()] == [m.inspect_name for m in paper_panel().values()]
+    assert models["judge_2"].config.temperature == 0.0 and models["judge_2"].config.max_tokens == 1024
+    assert models["judge_1"].config.seed == 42
 
 
 def test_no_workflow_job_imports_inspect():
@@ -188,6 +218,19 @@ def test_no_workflow_job_imports_inspect():
     code = ("import sys; from aura.families import all_families; import aura.cli\n"
             "[s.entry() for f in all_families() for s in f.stages.values()]\n"
             "assert 'inspect_ai' not in sys.modules, 'a stage module imports inspect_ai'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_entry_point_registers_the_tasks_without_importing_them():
+    """Inspect imports the entry point for any run: the task modules (pandas, scipy, MCP) wait for a task."""
+    import subprocess
+    import sys
+
+    code = ("import sys, inspect_ai, aura.inspect_registry as r\n"
+            "assert {'aura/aura_eval', 'aura/pasbench'} <= set(r.TASKS), r.TASKS\n"
+            "heavy = [m for m in ('pandas', 'scipy', 'statsmodels', 'mcp', 'aura.families.aura.inspect_task',\n"
+            "         'aura.families.pasbench.inspect_task') if m in sys.modules]\n"
+            "assert not heavy, heavy")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -202,7 +245,6 @@ def test_the_loader_reads_jsonl_or_parquet_and_takes_subsets(tmp_path):
     pd.DataFrame([{**{k: v for k, v in r.items() if k != "steps"}, "steps_json": json.dumps(r["steps"])}
                   for r in rows()]).to_parquet(tmp_path / "p" / "test.parquet")
     from_jsonl, from_parquet = inspect_data.read_rows(tmp_path / "j"), inspect_data.read_rows(tmp_path / "p")
-    # Parquet gives every step all the struct's keys (None where absent): the samples are the same
     for a, b in zip(from_jsonl, from_parquet, strict=True):
         sa, sb = inspect_data.to_sample(a), inspect_data.to_sample(b)
         assert (sa.id, sa.metadata, [m.text for m in sa.input]) == (sb.id, sb.metadata, [m.text for m in sb.input])
@@ -211,3 +253,121 @@ def test_the_loader_reads_jsonl_or_parquet_and_takes_subsets(tmp_path):
     sample = inspect_data.to_sample(from_jsonl[0])
     assert [m.role for m in sample.input] == ["user", "assistant", "user"]
     assert sample.input[1].text == "[AGENT_THOUGHT] Look first.\n[AGENT_ACTION] List: {}"
+
+
+def one_line(exc) -> str:
+    text = str(exc.value)
+    assert "\n" not in text
+    return text
+
+
+def test_bad_input_is_one_line_before_any_call(tmp_path):
+    from inspect_ai._util.error import PrerequisiteError
+
+    from aura.families.aura import inspect_data
+    from aura.families.aura.inspect_task import aura_eval, table33_values
+
+    with pytest.raises(PrerequisiteError) as e:
+        aura_eval(data=str(tmp_path / "nowhere"))
+    assert f"data={tmp_path / 'nowhere'}: no such file or folder" in one_line(e)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(PrerequisiteError) as e:
+        inspect_data.read_rows(tmp_path / "empty")
+    assert "no dataset.jsonl" in one_line(e)
+    bad = rows()
+    del bad[2]["rationale"]
+    write_jsonl(tmp_path / "bad" / "dataset.jsonl", bad)
+    with pytest.raises(PrerequisiteError) as e:
+        inspect_data.read_rows(tmp_path / "bad")
+    assert one_line(e) == f"{tmp_path / 'bad' / 'dataset.jsonl'}: row 3 (item_id 'it_bravo') has no rationale"
+    with pytest.raises(PrerequisiteError) as e:
+        inspect_data.select(rows(), pair_label="NSP", dimension="RS9", where="d")
+    assert one_line(e) == ("dimension=RS9, pair_label=NSP selects no row of d (8 rows; values there: "
+                           "dimension: RS2, original; pair_label: NSP, SP)")
+    with pytest.raises(PrerequisiteError) as e:
+        aura_eval(data=str(tmp_path / "bad" / "dataset.jsonl"), prompt_format="free")
+    assert "prompt_format=free: must be one of action_only, react" in one_line(e)
+    # no scored sample: every Table 33 column, NaN
+    import pandas as pd
+
+    from aura.families.aura.stats import metrics, tables
+    empty = tables.judged_table(pd.DataFrame(columns=["model", "item_id", "rollout_status", "detection",
+                                                       "action_type", "safety"]),
+                                pd.DataFrame(columns=tables.DATASET_COLUMNS))
+    got = table33_values(empty, "react")
+    assert list(got) == list(metrics.TABLE33) and all(math.isnan(v) for v in got.values())
+    assert len(table33_values(empty, "action_only")) == len(metrics.TABLE33) - 3
+
+
+def test_several_parquet_files_are_refused_and_an_export_root_picks_its_aura_config(tmp_path):
+    import pandas as pd
+    from inspect_ai._util.error import PrerequisiteError
+
+    from aura.families.aura import inspect_data
+
+    (tmp_path / "x" / "aura").mkdir(parents=True)
+    frame = pd.DataFrame([{k: v for k, v in r.items() if k != "steps"} for r in rows()])
+    frame.to_parquet(tmp_path / "x" / "aura" / "test.parquet")
+    assert len(inspect_data.read_rows(tmp_path / "x")) == len(ITEMS)  # the export's root
+    frame.to_parquet(tmp_path / "x" / "aura" / "dev.parquet")
+    with pytest.raises(PrerequisiteError) as e:
+        inspect_data.read_rows(tmp_path / "x")
+    assert "2 Parquet files" in one_line(e) and "dev.parquet, test.parquet" in one_line(e)
+    assert len(inspect_data.read_rows(tmp_path / "x" / "aura" / "dev.parquet")) == len(ITEMS)
+
+
+def test_several_epochs_are_refused_before_any_call(fake, tmp_path, monkeypatch):
+    fake.reset()
+    monkeypatch.setenv("FAKE_BASE_URL", fake.base_url)
+    monkeypatch.setenv("FAKE_API_KEY", "not-a-key")
+    write_jsonl(tmp_path / "dataset.jsonl", rows())
+    (log,) = inspect_eval("aura/aura_eval", task_args={"data": str(tmp_path), "limit": 2}, epochs=2,
+                          model="openai-api/fake/fake-model",
+                          model_roles={f"judge_{i + 1}": f"openai-api/fake/{m}" for i, m in enumerate(JUDGE_IDS)},
+                          log_dir=str(tmp_path / "logs"), display="none")
+    assert log.status == "error" and "one rollout per item" in log.error.message
+    assert not [r for r in fake.requests() if r["path"].endswith("/chat/completions")]
+
+
+EXPORT_RULES = [
+    {"match": {"response_format_type": "none"}, "content": "[AGENT_THOUGHT] I weigh it.\n[AGENT_ACTION] Run: {}"},
+    *[{"match": {"response_format_contains": TOKEN[axis]}, "json": {"rationale": "s", "label": label}}
+      for axis, label in (("detection", "D1"), ("action_type", "A0"), ("safety", "Safe"))],
+]
+
+
+def test_the_task_reads_the_real_export_with_an_unpaired_item_and_a_null_profile(fake, tmp_path, monkeypatch):
+    """`aura export-dataset`'s own output (its test's run builder), its root folder given as `data`: every row
+    becomes a sample, a null profile stays empty (not "nan") in the rollout and judge prompts."""
+    from test_export_dataset import build_run
+
+    from aura.families.aura import inspect_data
+
+    cfg, paths = build_run(tmp_path)
+    source = list(read_jsonl(paths["dataset"]))
+    source[0]["profile"] = None
+    write_jsonl(paths["dataset"], source)
+    assert main(["export-dataset", "--configfile", str(cfg), "--out", str(tmp_path / "hf"), "--families", "aura"]) == 0
+    unpaired = [r["item_id"] for r in source if r["pair_id"] is None]
+    assert unpaired
+
+    got = {r["item_id"]: r for r in inspect_data.read_rows(tmp_path / "hf")}
+    assert set(got) == {r["item_id"] for r in source}
+    assert got[source[0]["item_id"]]["profile"] is None and got[unpaired[0]]["pair_id"] is None
+    assert got[source[1]["item_id"]]["steps"] == source[1]["steps"]
+
+    fake.reset()
+    fake.set_rules(EXPORT_RULES)
+    monkeypatch.setenv("FAKE_BASE_URL", fake.base_url)
+    monkeypatch.setenv("FAKE_API_KEY", "not-a-key")
+    (log,) = inspect_eval("aura/aura_eval", task_args={"data": str(tmp_path / "hf")}, model="openai-api/fake/fake-model",
+                          model_roles={f"judge_{i + 1}": f"openai-api/fake/{m}" for i, m in enumerate(JUDGE_IDS)},
+                          log_dir=str(tmp_path / "logs"), display="none")
+    assert log.status == "success", log.error
+    assert sorted(s.id for s in log.samples) == sorted(got)
+    sent = json.dumps([r["body"] for r in fake.requests() if r["path"].endswith("/chat/completions")])
+    assert "Your role: nan" not in sent and "nan\\n" not in sent
+    by_id = {s.id: s for s in log.samples}
+    assert next(iter(by_id[unpaired[0]].scores.values())).value["safety"] == "Safe"
+    assert next(iter(by_id[source[0]["item_id"]].scores.values())).value["safety"] == "Safe"
+    fake.reset()

@@ -107,6 +107,8 @@ def test_card_carries_licences_citations_and_provenance(run):
     card = (run["out"] / "README.md").read_text()
     meta = yaml.safe_load(card.split("---\n")[1])
     assert [c["config_name"] for c in meta["configs"]] == list(CONFIGS)
+    assert meta["pretty_name"] == "Benchmarks: AURA-Eval, PaSBench, LPS-Bench"  # from the families' releases
+    assert "citation" not in meta and "metadata has no citation field" in card
     assert set(meta["license"]) == {"cc-by-4.0", "unknown"}  # demo seeds and PaSBench demo; LPS demo records none
     assert "10.18653/v1/2024.findings-emnlp.79" in card  # R-Judge, the seeds' source
     assert "Towards Evaluating Proactive Risk Awareness" in card and "tychenn/LPS-Bench" in card

@@ -66,10 +66,38 @@ def test_pasbench_task_reports_average_best_worst_of_n(server, tmp_path, monkeyp
     back = read_eval_log(log.location)
     assert set(back.eval.metadata["prompts"]) == {"proactive_text", "proactive_image", "risk_judge"}
     mike = [s for s in back.samples if s.id == "t_mike"]
-    assert len(mike) == 3 and sorted(next(iter(s.scores.values())).metadata["status"] for s in mike) == \
+    assert len(mike) == 3 and sorted(next(iter(s.scores.values())).value["status"] for s in mike) == \
         ["ok", "ok", "unparsed"]
     # the image item's file went out as an image part; the judge was the bound role
     sent = [r["body"] for r in server.requests() if r["path"].endswith("/chat/completions")]
     assert any(isinstance(m["content"], list) and any(p.get("type") == "image_url" for p in m["content"])
                for b in sent for m in b["messages"])
     assert {b["model"] for b in sent if b.get("response_format")} == {"judge-b"}
+
+
+def test_the_default_judge_and_sampling_are_the_paper_configs():
+    import yaml
+
+    from aura.config import REPO_ROOT
+    from aura.families.pasbench.inspect_task import paper_judge, paper_sampling
+
+    pas = yaml.safe_load((REPO_ROOT / "config" / "pasbench.yaml").read_text())
+    judge = pas["pasbench"]["judge"]
+    assert paper_judge().inspect_name == f"openai/{pas['models'][judge]['model_id']}"
+    assert paper_judge().config.model_dump(exclude_none=True) == {**pas["models"][judge]["params"], "temperature": 0.0}
+    sampling, n = paper_sampling()
+    assert sampling.model_dump(exclude_none=True) == pas["pasbench"]["params"] and n == pas["pasbench"]["samples"]
+
+
+def test_bad_input_is_one_line(tmp_path):
+    from inspect_ai._util.error import PrerequisiteError
+
+    from aura.families.pasbench.inspect_task import pasbench
+
+    with pytest.raises(PrerequisiteError) as e:
+        pasbench(data=str(tmp_path))
+    assert "no items file" in str(e.value) and "\n" not in str(e.value)
+    write_jsonl(tmp_path / "items.jsonl", items(tmp_path))
+    with pytest.raises(PrerequisiteError) as e:
+        pasbench(data=str(tmp_path), modality="video")
+    assert str(e.value) == f"modality=video selects no item of {tmp_path} (modalities there: image, text)"

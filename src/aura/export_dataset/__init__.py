@@ -1,7 +1,8 @@
 """`python -m aura export-dataset`: every family's benchmark as one Hugging Face dataset folder.
 
 The folder holds one Parquet file per split (``<config>/<split>.parquet``), a dataset card (``README.md``,
-YAML front matter with the configs, features, licences and citations that `datasets.load_dataset` reads)
+YAML front matter with the configs, features and licences that `datasets.load_dataset` reads; the
+citations are in the card's text, as Hugging Face's card metadata has no citation field)
 and a Croissant JSON-LD record (``croissant.json``, checked with mlcroissant before the folder is put in
 place). The construction provenance (prompt hashes, model ids, source pins) is written into the card.
 

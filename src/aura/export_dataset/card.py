@@ -1,6 +1,7 @@
 """The dataset card (``README.md``) of an export: YAML front matter that `datasets.load_dataset` reads (the
 configs and their Parquet files, features, split sizes, licences), then the text: how to load it, each
-config's columns, the sources and licences, the citations, and the construction provenance of each config
+config's columns, the sources and licences, the citations (in the text only: the card metadata has no
+citation field), and the construction provenance of each config
 (files with their stage, git revision and config hash; prompts with their sha256; model ids)."""
 from __future__ import annotations
 
@@ -87,6 +88,8 @@ def render(releases: list[Release], *, pretty_name: str, run: dict[str, Any], fe
         parts += [f"- note: {n}" for n in r.notes]
         parts.append("")
     parts.append("## Citation\n")
+    parts.append("The citations live here, in the card's text: a Hugging Face dataset card's metadata has no "
+                 "citation field, so the front matter carries none (`croissant.json` has them as `citeAs`).\n")
     parts.append("```bibtex\n" + "\n\n".join(c.strip() for r in releases for c in r.citations) + "\n```\n")
     parts.append("## Construction provenance\n")
     parts.append("Per config: the produced files it was read from, with their sidecars' stage, git revision and "

@@ -48,6 +48,14 @@ def check_out(out: Path) -> None:
         raise ExportError(f"{out}: exists and is not an earlier export (no {RECORD_FILE}); choose another --out")
 
 
+def title(releases: list) -> str:
+    """The export's name, from the families' releases: one family's own title, else their short names
+    (each title's part before a colon)."""
+    if len(releases) == 1:
+        return releases[0].title
+    return "Benchmarks: " + ", ".join(r.title.split(":")[0].strip() for r in releases)
+
+
 def build(config, releases: list, folder: Path, configfile: str, url: str | None) -> None:
     """Write every split, the card and the Croissant record into `folder` (a fresh, empty folder)."""
     from . import ExportError
@@ -66,9 +74,9 @@ def build(config, releases: list, folder: Path, configfile: str, url: str | None
         for s in r.subsets:
             found = sidecars.collect([sp.source for sp in s.splits] + list(s.provenance_files))
             provenance[s.name] = {**found, "sources": list(r.sources)}
-    features = {s.name: parquet.features(s.columns)._to_yaml_list() for s in subsets}
+    features = {s.name: parquet.features_yaml(s.columns) for s in subsets}
     written = [f["created_at"] for p in provenance.values() for f in p["files"] if f.get("created_at")]
-    pretty = f"AURA-Eval benchmarks: {', '.join(r.title.split(':')[0] for r in releases)}"
+    pretty = title(releases)
     run = {"name": config.raw.get("name") or "unnamed", "configfile": configfile, "config_hash": config.hash}
     (folder / card.CARD_FILE).write_text(card.render(releases, pretty_name=pretty, run=run, features_yaml=features,
                                                      provenance=provenance, sizes=sizes), encoding="utf-8")

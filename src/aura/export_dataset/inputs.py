@@ -1,5 +1,6 @@
 """What a family's export reads: produced JSONL files (one line per problem, naming the file), the
-provenance sidecar of one, and the pin of a configured archive download (url, commit, recorded sha256)."""
+provenance sidecar of one, the pin of a configured archive download (url, commit, recorded sha256), and
+whether a folder is the family's own demo data (whose licence the family states)."""
 from __future__ import annotations
 
 import json
@@ -28,6 +29,13 @@ def read_rows(path: str | Path, what: str) -> list[dict]:
     if bad:
         raise ExportError(f"{path}: row {bad} is not a JSON object")
     return rows
+
+
+def is_demo(folder: str | Path | None, family) -> bool:
+    """Whether `folder` is one of the family's own demo-data folders (its manifest's ``demo_data``)."""
+    if folder is None:
+        return False
+    return any(Path(folder).resolve() == Path(d).resolve() for d in family.demo_data)
 
 
 def sidecar(path: str | Path) -> dict:

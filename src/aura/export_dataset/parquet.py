@@ -3,7 +3,8 @@
 A split lies at ``<folder>/<config>/<split>.parquet``. `write_split` checks every row against the columns
 (a missing key or a value of the wrong kind is one line naming the produced file and the row), turns
 ``json`` values into JSON text and ``list[image]`` paths into ``{bytes, path}`` structs, and writes the file
-with `datasets` (so it carries the features in its metadata). `read_split` needs only pyarrow.
+with `datasets` (so it carries the features in its metadata). `read_split` and `read_parquet_rows`
+need only pyarrow.
 """
 from __future__ import annotations
 
@@ -87,14 +88,24 @@ def write_split(folder: Path, config_name: str, columns: tuple[Column, ...], spl
     return int(ds.data.nbytes)
 
 
-def read_split(folder: str | Path, config_name: str, split: str, *, decode_json: bool = True) -> list[dict]:
-    """The rows of one exported split, keyed by the Parquet columns. With `decode_json` the ``*_json``
-    columns come back as the values they encode; images come as ``{"bytes": ..., "path": ...}`` dicts."""
+def features_yaml(columns: tuple[Column, ...]) -> list:
+    """The card's ``dataset_info.features`` of a config's columns, as `datasets` writes them into a card
+    (its public DatasetInfosDict.to_dataset_card_data, what push_to_hub uses; not Features' private YAML
+    helper)."""
+    import datasets
+    from datasets.info import DatasetInfosDict
+    from huggingface_hub import DatasetCardData
+
+    card = DatasetCardData()
+    DatasetInfosDict({"config": datasets.DatasetInfo(features=features(columns))}).to_dataset_card_data(card)
+    return card["dataset_info"]["features"]
+
+
+def read_parquet_rows(path: str | Path, *, decode_json: bool = True) -> list[dict]:
+    """The rows of one Parquet file as dicts (pyarrow: a null stays None, lists stay lists). With
+    `decode_json` the ``*_json`` columns come back as the values they encode."""
     import pyarrow.parquet as pq
 
-    path = split_path(folder, config_name, split)
-    if not path.is_file():
-        raise ExportError(f"{path}: no such split (config {config_name!r}, split {split!r})")
     rows = pq.read_table(path).to_pylist()
     if decode_json:
         for row in rows:
@@ -102,3 +113,12 @@ def read_split(folder: str | Path, config_name: str, split: str, *, decode_json:
                 if key.endswith("_json") and isinstance(value, str):
                     row[key] = json.loads(value)
     return rows
+
+
+def read_split(folder: str | Path, config_name: str, split: str, *, decode_json: bool = True) -> list[dict]:
+    """The rows of one exported split, keyed by the Parquet columns (read_parquet_rows); images come as
+    ``{"bytes": ..., "path": ...}`` dicts."""
+    path = split_path(folder, config_name, split)
+    if not path.is_file():
+        raise ExportError(f"{path}: no such split (config {config_name!r}, split {split!r})")
+    return read_parquet_rows(path, decode_json=decode_json)

@@ -12,11 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from aura.export_dataset import Column, Release, Split, Subset
-from aura.export_dataset.inputs import download_pin, read_rows, sidecar
+from aura.export_dataset.inputs import download_pin, is_demo, read_rows, sidecar
 
 from .data.seed_source import seed_download
 from .layout import layout
 
+CONFIG, SPLIT = "aura", "test"  # the export's config and split of the released rows (Inspect's loader reads them)
 COLUMNS = (
     Column("item_id", "string", "stable item id: sha256 of seed id, prefix kind, dimension and pair side"),
     Column("item_key", "string", "construction key (prefix id @ dimension; `~pair` for a generated counterpart)"),
@@ -82,8 +83,7 @@ def seed_source(config, seeds_file: str) -> dict:
     folder = Path(inputs[0] if inputs else raw["paths"]["seeds"])
     if not folder.is_absolute() and not folder.exists():  # a config's relative path: from the repository
         folder = REPO_ROOT / folder
-    demo = any(folder.resolve() == Path(d).resolve() for d in FAMILY.demo_data)
-    if demo:
+    if is_demo(folder, FAMILY):
         return {"name": "AURA-Eval demo seeds (written for this project, R-Judge layout; not R-Judge data)",
                 "folder": str(folder), "license": "cc-by-4.0"}
     return {"name": "R-Judge-layout seed folder", "folder": str(folder), "license": "unknown"}
@@ -94,10 +94,10 @@ def export(config) -> Release:
     rows = read_rows(L["dataset"], "AURA-Eval dataset (finalize stage)")
     source = seed_source(config, L["seeds"])
     licence = source["license"] if source["license"] in ("cc-by-4.0", "mit") else "unknown"
-    split = Split("test", L["dataset"], [{**{k: v for k, v in r.items() if k != "steps"},
+    split = Split(SPLIT, L["dataset"], [{**{k: v for k, v in r.items() if k != "steps"},
                                           "steps_json": r.get("steps")} for r in rows], licence)
     subset = Subset(
-        "aura", "AURA-Eval: prefix trajectories cut at a decision point, each labelled NSP (No-Safe-Path) or SP "
+        CONFIG, "AURA-Eval: prefix trajectories cut at a decision point, each labelled NSP (No-Safe-Path) or SP "
         "(Safe-Path), with controlled risk-mechanism (RS1-RS6) and scenario-difficulty (SD1-SD5) variations and "
         "minimal-flip pairs. The evaluated model sees `profile` and `model_input`; `pair_label` is the label.",
         COLUMNS, (split,), tuple(L[k] for k in CONSTRUCTION))

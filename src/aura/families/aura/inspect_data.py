@@ -1,55 +1,82 @@
 """The released AURA-Eval rows as Inspect samples (the loader of aura.families.aura.inspect_task).
 
-`read_rows` is the only part that knows the storage: today the finalize stage's ``dataset.jsonl`` (the file
-the rollout stage reads), given as the file or its folder; a ``.parquet`` file or a folder holding one is
-read with pandas, for the exported release. Everything after it works on the row dicts.
+`read_rows` is the only part that knows the storage. `data` names one of:
+- the finalize stage's ``dataset.jsonl`` (the file the rollout stage reads) or its folder
+  (``data/processed/paper`` after the paper run);
+- the folder `aura export-dataset` wrote (its ``aura`` config is read: ``<folder>/aura/<split>.parquet``), that
+  config's folder, or one Parquet file of it. A folder with several Parquet files is refused (name the file).
+Parquet is read by the export's own reader (aura.export_dataset.parquet.read_parquet_rows: pyarrow, a null
+stays None, ``steps_json`` decoded). Every problem is one line (TaskInputError), before any model call.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageAssistant, ChatMessageUser
 
+from aura.export_dataset.parquet import read_parquet_rows
+from aura.inspect_support import TaskInputError
 from aura.io import read_jsonl
 
 from .data.trajectory import render_steps
+from .dataset_export import CONFIG
 
 # What each sample carries in its metadata: the row fields the solver, scorer and Table 33 read.
 METADATA = ("item_id", "pair_label", "dimension", "domain", "seed_id", "pair_id", "pair_role", "pair_side",
             "prefix_kind", "profile", "model_input", "rationale")
+# What a row must give (the rollout prompt's trajectory, the safety judge's reference, the sample id).
+REQUIRED = ("item_id", "model_input", "rationale")
+SUBSETS = ("dimension", "domain", "pair_label")
+HOW = ("build it with the workflow (data/processed/paper/dataset.jsonl after the paper run) or `aura "
+       "export-dataset`, and name it with -T data=<file or folder>")
 
 
 def _file(path: Path) -> Path:
+    """The one file of rows `path` names (module docstring)."""
     if path.is_file():
+        if path.suffix not in (".jsonl", ".parquet"):
+            raise TaskInputError(f"data={path}: not a .jsonl or .parquet file")
         return path
-    for name in ("dataset.jsonl", "dataset.parquet"):
-        if (path / name).is_file():
-            return path / name
-    parquet = sorted(path.glob("*.parquet")) if path.is_dir() else []
-    if parquet:
-        return parquet[0]
-    raise FileNotFoundError(f"{path}: no dataset.jsonl or .parquet file (run the workflow's finalize stage, "
-                            f"or name the folder with -T data=...)")
+    if not path.is_dir():
+        raise TaskInputError(f"data={path}: no such file or folder ({HOW})")
+    if (path / "dataset.jsonl").is_file():
+        return path / "dataset.jsonl"
+    folder = path / CONFIG if (path / CONFIG).is_dir() else path  # an export's root: its aura config
+    parquet = sorted(folder.glob("*.parquet"))
+    if len(parquet) > 1:
+        raise TaskInputError(f"data={path}: {len(parquet)} Parquet files in {folder} "
+                             f"({', '.join(p.name for p in parquet)}); name one with -T data={parquet[0]}")
+    if not parquet:
+        raise TaskInputError(f"data={path}: no dataset.jsonl, no {CONFIG}/*.parquet, no .parquet file ({HOW})")
+    return parquet[0]
+
+
+def _read(f: Path) -> list:
+    try:
+        if f.suffix == ".parquet":
+            rows = read_parquet_rows(f)
+            return [{**r, "steps": r.get("steps_json")} if "steps" not in r and "steps_json" in r else r
+                    for r in rows]
+        return list(read_jsonl(f))
+    except (OSError, ValueError) as exc:  # a cut-off line, a file that is not Parquet
+        raise TaskInputError(f"{f}: cannot read the rows: {type(exc).__name__}: {exc}") from None
 
 
 def read_rows(path: str | Path) -> list[dict]:
-    """The dataset rows of a JSONL or Parquet file, or of the folder that holds one."""
+    """The dataset rows of a JSONL or Parquet file, or of a folder that holds one (module docstring); a row
+    that is not an object or lacks one of REQUIRED is an error naming the file and the row."""
     f = _file(Path(path))
-    if f.suffix == ".parquet":
-        import pandas as pd
-
-        return [_from_parquet({k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in row.items()})
-                for row in pd.read_parquet(f).to_dict(orient="records")]
-    return list(read_jsonl(f))
-
-
-def _from_parquet(row: dict) -> dict:
-    """`aura export-dataset` keeps the structured steps as JSON text (``steps_json``)."""
-    if "steps" not in row and isinstance(row.get("steps_json"), str):
-        row = {**row, "steps": json.loads(row["steps_json"])}
-    return row
+    rows = _read(f)
+    for n, row in enumerate(rows, 1):
+        if not isinstance(row, dict):
+            raise TaskInputError(f"{f}: row {n} is not an object")
+        missing = [k for k in REQUIRED if not isinstance(row.get(k), str) or not row[k].strip()]
+        if missing:
+            raise TaskInputError(f"{f}: row {n} (item_id {row.get('item_id')!r}) has no {', '.join(missing)}")
+    if not rows:
+        raise TaskInputError(f"{f}: no rows")
+    return rows
 
 
 def _wanted(value) -> set[str] | None:
@@ -60,11 +87,18 @@ def _wanted(value) -> set[str] | None:
     return {str(v).strip() for v in values}
 
 
-def select(rows: list[dict], *, dimension=None, domain=None, pair_label=None, limit: int | None = None) -> list[dict]:
-    """The rows in the subset (each filter None = all), in item_id order, the first `limit` of them."""
+def select(rows: list[dict], *, dimension=None, domain=None, pair_label=None, limit: int | None = None,
+           where: str = "the dataset") -> list[dict]:
+    """The rows in the subset (each filter None = all), in item_id order, the first `limit` of them. A
+    subset that selects nothing is an error naming the values the rows have."""
     keep = {"dimension": _wanted(dimension), "domain": _wanted(domain), "pair_label": _wanted(pair_label)}
     out = [r for r in sorted(rows, key=lambda r: r["item_id"])
            if all(want is None or str(r.get(key)) in want for key, want in keep.items())]
+    if not out:
+        asked = {k: w for k, w in keep.items() if w is not None}
+        said = ", ".join(f"{k}={','.join(sorted(w))}" for k, w in asked.items())
+        have = "; ".join(f"{k}: {', '.join(sorted({str(r.get(k)) for r in rows}))}" for k in asked)
+        raise TaskInputError(f"{said} selects no row of {where} ({len(rows)} rows; values there: {have})")
     return out[:limit] if limit else out
 
 
@@ -84,5 +118,5 @@ def to_sample(row: dict) -> Sample:
 
 
 def dataset(path: str | Path, name: str = "aura_eval", **subset) -> MemoryDataset:
-    rows = select(read_rows(path), **subset)
+    rows = select(read_rows(path), where=str(path), **subset)
     return MemoryDataset([to_sample(r) for r in rows], name=name, location=str(path))

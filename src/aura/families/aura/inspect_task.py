@@ -2,24 +2,30 @@
 
 Solver: the rollout stage's prompt and parser (evaluate/rollout.py), ReAct or action-only (Table 38).
 Scorer: the judge stage's requests (evaluate/judge.py) sent to three judges bound as Inspect model roles
-``judge_1..3`` (default: the paper's panel), axis by axis, safety with that judge's own action type; the
+``judge_1..3`` (default: the paper's panel, config/paper.yaml's aura.roles.judges, each at its params there;
+all three resolved when the task is built, so a missing provider package or key fails before any call), axis by axis, safety with that judge's own action type; the
 panel stage's majority rule (evaluate/panel.py), no majority = ``unresolved``. A rollout without an action
 gets no judge call and ``rollout_<status>`` on every axis, as in the panel stage.
 Metric: Table 33's columns computed by stats/metrics.table33 over stats/tables.judged_table (Table 38's
 action-only rows: evaluate/format_sample.format_table), so Inspect reports what paper-stats would.
+The evaluated model's default sampling is what every paper-evaluated model that sets it agrees on
+(config/paper.yaml: temperature 0, seed 42); Inspect's generation options override it.
 """
 from __future__ import annotations
 
 import asyncio
+from functools import cache
 
 import pandas as pd
 from inspect_ai import Epochs, Task
-from inspect_ai.model import get_model
+from inspect_ai.hooks import Hooks, TaskStart, hooks
+from inspect_ai.log._samples import sample_active
 from inspect_ai.scorer import SampleScore, Score, Target, metric, score_reducer, scorer
 from inspect_ai.solver import Generate, TaskState, solver
 
 from aura.config import REPO_ROOT
-from aura.inspect_support import prompt_record, structured_call, to_chat
+from aura.inspect_support import (ConfigModel, TaskInputError, agreed_params, config_model, generate_config,
+                                  paper_config, prompt_record, resolve_models, structured_call, to_chat)
 from aura.prompts import get_prompt
 
 from . import inspect_data
@@ -29,11 +35,48 @@ from .evaluate.panel import majority
 from .evaluate.schemas import AXES
 from .stats import metrics, tables
 
-# The paper's judge panel (config/paper.yaml, aura.roles.judges) as Inspect model names; `--model-role
-# judge_1=...` (or eval(model_roles=...)) binds another.
-PAPER_PANEL = {"judge_1": "openai/gpt-5.4", "judge_2": "anthropic/claude-opus-4-6", "judge_3": "google/gemini-3.1-pro"}
+PAPER_CONFIG = "paper.yaml"  # config/paper.yaml: the panel (aura.roles.judges), the models' params
 DEFAULT_DATA = REPO_ROOT / "data" / "processed"
 EVALUATED = "evaluated"  # the model column of the judged table: an Inspect log holds one evaluated model
+TASK_NAME = "aura/aura_eval"
+ROLES = ("judge_1", "judge_2", "judge_3")
+
+
+@cache
+def paper_panel() -> dict[str, ConfigModel]:
+    """judge_1..3 -> the paper's judges (config/paper.yaml aura.roles.judges, in order) as Inspect models with
+    their params there; `--model-role judge_1=...` (or eval(model_roles=...)) binds another."""
+    config = paper_config(PAPER_CONFIG)
+    judges = config.raw["aura"]["roles"]["judges"]
+    return {role: config_model(config, name) for role, name in zip(ROLES, judges, strict=True)}
+
+
+@cache
+def rollout_defaults():
+    """The evaluated model's default GenerateConfig: the params every paper-evaluated model that sets them
+    agrees on (config/paper.yaml: temperature 0, seed 42; max_tokens differs per model, so it is left out)."""
+    config = paper_config(PAPER_CONFIG)
+    return generate_config(agreed_params(config, config.raw["aura"]["roles"]["evaluated"]),
+                           f"{PAPER_CONFIG}: aura.roles.evaluated")
+
+
+_SEVERAL_EPOCHS: dict[str, int] = {}  # eval id -> the epochs asked of an aura_eval run
+
+
+@hooks(name="aura_eval_one_epoch", description="aura/aura_eval refuses --epochs N > 1 before any call")
+class OneEpoch(Hooks):
+    async def on_task_start(self, data: TaskStart) -> None:
+        if data.spec.task == TASK_NAME and (data.spec.config.epochs or 1) > 1:
+            _SEVERAL_EPOCHS[data.eval_id] = data.spec.config.epochs
+
+
+def refuse_several_epochs(state: TaskState) -> None:
+    """Table 33 counts one rollout per item: a run with --epochs N > 1 is refused before the sample's call."""
+    active = sample_active()
+    epochs = _SEVERAL_EPOCHS.get(active.eval_id) if active is not None else None
+    if epochs or state.epoch > 1:
+        raise TaskInputError(f"aura_eval scores one rollout per item (Table 33); this run asks for "
+                             f"{epochs or state.epoch} epochs: run it without --epochs")
 
 
 @solver
@@ -42,6 +85,7 @@ def aura_rollout(prompt_format: str = "react"):
     prompt_name, parse, _ = rollout.FORMATS[prompt_format]
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
+        refuse_several_epochs(state)
         md = state.metadata
         (request,) = rollout.requests_for([md], get_prompt(prompt_name))
         state.messages = to_chat(request.messages)
@@ -70,24 +114,30 @@ async def _one_judge(model, prompts: dict, row: dict, item: dict, axes: list[str
 
 
 def table33_values(judged: pd.DataFrame, prompt_format: str) -> dict[str, float]:
-    """Table 33's percentages from a judged table (paper-stats' columns; action-only: Table 38's)."""
+    """Table 33's percentages from a judged table (paper-stats' columns; action-only: Table 38's). An empty
+    table gives the same names, each NaN (the stats functions give an empty table every column)."""
+    names = [name for name in metrics.TABLE33 if not (prompt_format == "action_only" and name in DETECTION_METRICS)]
+    if judged.empty:
+        return {name: float("nan") for name in names}
     if prompt_format == "action_only":
         sample = judged[SAMPLE_COLUMNS]
         row = format_table(sample, [(EVALUATED, "action_only", judged[["item_id", *AXES]])]).iloc[0]
-        return {name: float(row[f"{name}_pct"]) for name in metrics.TABLE33
-                if name not in DETECTION_METRICS}
-    row = metrics.table33(judged).iloc[0]
-    return {name: float(row[f"{name}_pct"]) for name in metrics.TABLE33}
+    else:
+        row = metrics.table33(judged).iloc[0]
+    return {name: float(row[f"{name}_pct"]) for name in names}
+
+
+PANEL_COLUMNS = ["model", "item_id", "rollout_status", *AXES]
 
 
 @metric
 def table33(prompt_format: str = "react"):
-    """Table 33's columns (percent; NaN where no row qualifies) over every scored sample."""
+    """Table 33's columns (percent; NaN where no row qualifies, every column NaN with no scored sample)."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         panel = pd.DataFrame([{"model": EVALUATED, "item_id": s.score.metadata["item"]["item_id"],
                                "rollout_status": s.score.metadata["rollout_status"], **s.score.value}
-                              for s in scores])
+                              for s in scores], columns=PANEL_COLUMNS)
         dataset = pd.DataFrame([s.score.metadata["item"] for s in scores], columns=tables.DATASET_COLUMNS)
         return table33_values(tables.judged_table(panel, dataset), prompt_format)
 
@@ -108,7 +158,7 @@ def one_rollout():
 
 
 @scorer(metrics=[table33()])
-def aura_panel(prompt_format: str = "react", roles: tuple[str, ...] = tuple(PAPER_PANEL)):
+def aura_panel(prompt_format: str = "react", roles: tuple[str, ...] = ROLES):
     """The judge panel's labels of one rollout on detection, action type and safety (majority vote)."""
     axes = [a for a in AXES if not (a == "detection" and prompt_format == "action_only")]
 
@@ -121,7 +171,7 @@ def aura_panel(prompt_format: str = "react", roles: tuple[str, ...] = tuple(PAPE
             return Score(value={a: f"rollout_{row['status']}" for a in AXES}, answer=state.output.completion,
                          explanation="no action to judge", metadata=meta)
         prompts = judge.load_prompts()
-        models = {role: get_model(role=role, default=PAPER_PANEL.get(role)) for role in roles}
+        models = resolve_models({role: paper_panel()[role] for role in roles})  # memoized: the task's models
         done = await asyncio.gather(*[_one_judge(m, prompts, row, md, axes)
                                       for m in models.values()])
         results = dict(zip(roles, done))
@@ -138,19 +188,23 @@ def aura_panel(prompt_format: str = "react", roles: tuple[str, ...] = tuple(PAPE
 
 def aura_eval(data: str = str(DEFAULT_DATA), prompt_format: str = "react", dimension: str | None = None,
               domain: str | None = None, pair_label: str | None = None, limit: int | None = None) -> Task:
-    """The released AURA-Eval items (`data`: the folder or file of the dataset rows), evaluated as in the
-    paper. `prompt_format=action_only` gives Table 38's interface; `dimension`, `domain`, `pair_label`
-    (one value or comma-separated) and `limit` take a subset."""
+    """The released AURA-Eval items (`data`: the `aura export-dataset` folder, its `aura` config's Parquet
+    file, or the workflow's dataset.jsonl or its folder), evaluated as in the paper.
+    `prompt_format=action_only` gives Table 38's interface; `dimension`, `domain`, `pair_label` (one value or
+    comma-separated) and `limit` take a subset. The judges are resolved here, before any call."""
     if prompt_format not in rollout.FORMATS:
-        raise ValueError(f"prompt_format must be one of {sorted(rollout.FORMATS)}")
+        raise TaskInputError(f"prompt_format={prompt_format}: must be one of {', '.join(sorted(rollout.FORMATS))}")
     prompts = [rollout.FORMATS[prompt_format][0], *(spec["prompt"] for spec in AXES.values())]
+    samples = inspect_data.dataset(data, dimension=dimension, domain=domain, pair_label=pair_label,
+                                   limit=int(limit) if limit else None)
+    judges = resolve_models(paper_panel())
     return Task(
-        dataset=inspect_data.dataset(data, dimension=dimension, domain=domain, pair_label=pair_label,
-                                     limit=int(limit) if limit else None),
-        solver=aura_rollout(prompt_format), scorer=aura_panel(prompt_format), metrics=[table33(prompt_format)],
-        epochs=Epochs(1, one_rollout()),
-        metadata={"prompts": prompt_record(*prompts), "prompt_format": prompt_format, "judge_defaults": PAPER_PANEL,
-                  "data": str(data)},
+        dataset=samples, solver=aura_rollout(prompt_format), scorer=aura_panel(prompt_format),
+        metrics=[table33(prompt_format)], epochs=Epochs(1, one_rollout()), config=rollout_defaults(),
+        metadata={"prompts": prompt_record(*prompts), "prompt_format": prompt_format,
+                  "judge_defaults": {r: {"model": m.inspect_name, "config": m.config.model_dump(exclude_none=True)}
+                                     for r, m in paper_panel().items()},
+                  "judges": {r: str(m) for r, m in judges.items()}, "data": str(data)},
     )
 
 

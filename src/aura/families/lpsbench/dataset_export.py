@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from aura.export_dataset import Column, Release, Split, Subset
-from aura.export_dataset.inputs import download_pin, read_rows, sidecar
+from aura.export_dataset.inputs import download_pin, is_demo, read_rows, sidecar
 
 from . import generate_on, layout
 from .data import case_row, download_spec, from_generated
@@ -52,7 +52,7 @@ def flat(row: dict) -> dict:
 
 
 def export(config) -> Release:
-    from aura.config import REPO_ROOT
+    from aura.config import repo_path
 
     from . import FAMILY
     from .cases import load_cases
@@ -63,8 +63,7 @@ def export(config) -> Release:
     prov = sidecar(L["lpsbench_cases"])
     spec = download_spec(raw)
     folder = prov.get("folder")
-    demo = folder is not None and any(Path(folder).resolve() == Path(d).resolve() for d in FAMILY.demo_data)
-    test_licence = "mit" if spec and not from_generated(raw) and not demo else "unknown"
+    test_licence = "mit" if spec and not from_generated(raw) and not is_demo(folder, FAMILY) else "unknown"
     splits = [Split("test", L["lpsbench_cases"], [flat(r) for r in rows], test_licence)]
     if generate_on(raw) and not from_generated(raw):
         generated = L["lpsbench_generated_cases"]
@@ -74,8 +73,7 @@ def export(config) -> Release:
                     "adversarial planning-time risk and the criterion an evaluator judges the episode by.",
                     COLUMNS, tuple(splits), (L["lpsbench_generate_drafts"], L["lpsbench_generate_reviews"]))
     files = prov.get("files") or {}
-    where = str(Path(L["lpsbench_cases"]).resolve().relative_to(REPO_ROOT)) if Path(
-        L["lpsbench_cases"]).resolve().is_relative_to(REPO_ROOT) else L["lpsbench_cases"]
+    where = repo_path(L["lpsbench_cases"])
     source = {"name": "LPS-Bench cases (github.com/tychenn/LPS-Bench examples/)" if spec else "LPS-Bench-layout "
               "case folder", **download_pin(spec), "folder": folder,
               "files": f"{len(files)} case files, sha256 of each in {where}.prov.json" if files else None,

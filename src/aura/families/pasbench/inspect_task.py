@@ -2,50 +2,78 @@
 
 Samples: the items file the respond stage reads (text logs; image items with their files). Solver: the
 respond stage's request (respond.observation_request: proactive prompt, images as content parts) and its
-answer parser. N samples per item are Inspect epochs (`samples`, the paper's 16) at the paper's sampling.
-Scorer: the judge stage's request (judge.judge_request: risk_judge prompt, JSON schema, temperature 0) sent
-to the model role ``judge`` (default the paper's GPT-4.1). Each epoch scores {detected, judged, unparsed,
-failed}; the reducer sums them per item (c, n) and the metric is metrics.rates over those counts:
-Average/Best/Worst-of-N per modality, as the stats stage computes them.
+answer parser. N samples per item are Inspect epochs (`samples`, the paper's 16) at the paper's sampling
+(config/pasbench.yaml: pasbench.samples, pasbench.params). Scorer: the judge stage's request
+(judge.judge_request: risk_judge prompt, JSON schema, temperature 0) sent to the model role ``judge``
+(default the paper's pasbench.judge, GPT-4.1, at its params there and the request's; resolved when the task
+is built, so a missing provider package or key fails before any call). Each epoch's score is the judgment
+row's {status, detected}; the reducer hands an item's rows to metrics.item_counts (c, n and the left-out
+counts, by the stats stage's rules) and the metric is metrics.rates over those counts: Average/Best/Worst-of-N
+per modality, as the stats stage computes them.
 """
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
 from inspect_ai import Epochs, Task
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.model import GenerateConfig, get_model
 from inspect_ai.scorer import SampleScore, Score, Target, metric, score_reducer, scorer
 from inspect_ai.solver import Generate, TaskState, solver
 
 from aura.config import REPO_ROOT
-from aura.inspect_support import prompt_record, structured_call, to_chat
+from aura.inspect_support import (ConfigModel, TaskInputError, config_model, generate_config, paper_config,
+                                  prompt_record, resolve_models, structured_call, to_chat)
 from aura.io import read_jsonl
 from aura.prompts import get_prompt
 
 from . import metrics
 from .judge import JUDGE_PARAMS, judge_request
-from .respond import observation_request, parse_answer
+from .respond import observation_request, parse_answer, setting
 
-PAPER_JUDGE = "openai/gpt-4.1"  # config/pasbench.yaml: pasbench.judge
-PAPER_SAMPLING = GenerateConfig(temperature=0.7, top_p=0.9, max_tokens=1024)  # pasbench.params there
+PAPER_CONFIG = "pasbench.yaml"  # config/pasbench.yaml: pasbench.judge, pasbench.params, pasbench.samples
 DEFAULT_DATA = REPO_ROOT / "data" / "interim" / "pasbench"
 EVALUATED = "evaluated"
-COUNTS = ("detected", "judged", "unparsed", "failed")
+ROLE = "judge"
 NO_CONFIG = SimpleNamespace(raw={})  # the image cap of the LLM layer's default (llm.max_image_bytes unset)
+
+
+@cache
+def paper_judge() -> ConfigModel:
+    """The paper's judge (pasbench.judge) at its params and the judge request's (temperature 0)."""
+    config = paper_config(PAPER_CONFIG)
+    return config_model(config, setting(config, "judge"), JUDGE_PARAMS)
+
+
+@cache
+def paper_sampling():
+    """The evaluated model's sampling (pasbench.params: temperature 0.7, top-p 0.9, 1024 tokens) and N."""
+    config = paper_config(PAPER_CONFIG)
+    return generate_config(setting(config, "params"), f"{PAPER_CONFIG}: pasbench.params"), int(setting(config, "samples"))
 
 
 def read_items(path: str) -> list[dict]:
     """The items of the pasbench-items stage: `items.jsonl`, given as the file or its folder."""
     p = Path(path)
-    return list(read_jsonl(p / "items.jsonl" if p.is_dir() else p))
+    f = p / "items.jsonl" if p.is_dir() else p
+    if not f.is_file():
+        raise TaskInputError(f"data={path}: no items file {f} (run the workflow's pasbench-items stage, or name "
+                             "the file with -T data=...)")
+    try:
+        return list(read_jsonl(f))
+    except (OSError, ValueError) as exc:
+        raise TaskInputError(f"{f}: cannot read the items: {exc}") from None
 
 
 def dataset(path: str, modality: str | None = None, limit: int | None = None) -> MemoryDataset:
-    items = [it for it in sorted(read_items(path), key=lambda it: it["item_id"])
-             if modality is None or it["modality"] == modality]
+    every = read_items(path)
+    items = [it for it in sorted(every, key=lambda it: it["item_id"])
+             if modality is None or it.get("modality") == modality]
+    if not items:
+        have = sorted({str(it.get("modality")) for it in every})
+        raise TaskInputError(f"modality={modality} selects no item of {path} (modalities there: {', '.join(have)})")
     items = items[:limit] if limit else items
     return MemoryDataset([Sample(id=it["item_id"], input=it.get("log") or f"({it.get('n_images')} images)",
                                  target=it.get("risk_reason") or "", metadata=it) for it in items],
@@ -69,11 +97,17 @@ def proactive():
 
 @score_reducer(name="pasbench_counts")
 def item_counts():
-    """One item's epochs summed: detected (c), judged (n), unparsed, failed."""
+    """One item's epochs, each a judgment row, counted by metrics.item_counts: n judged, c detected, and the
+    samples left out (unparsed, failed)."""
 
     def reduce(scores: list[Score]) -> Score:
-        return Score(value={k: sum(int(s.value[k]) for s in scores) for k in COUNTS},
-                     metadata={k: scores[0].metadata[k] for k in ("item_id", "modality")})
+        md = scores[0].metadata
+        rows = pd.DataFrame([{"item_id": md["item_id"], "model": EVALUATED, "sample": i, "modality": md["modality"],
+                              "status": s.value["status"], "detected": s.value["detected"]}
+                             for i, s in enumerate(scores)], columns=list(metrics.JUDGMENT_COLUMNS))
+        (counts,) = metrics.item_counts(rows).to_dict(orient="records")
+        return Score(value={k: int(counts[k]) for k in ("n", "c", "unparsed", "failed", "not_applicable")},
+                     metadata={"item_id": md["item_id"], "modality": md["modality"]})
 
     return reduce
 
@@ -84,9 +118,7 @@ def pasbench_rates():
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         counts = pd.DataFrame([{"model": EVALUATED, "modality": s.score.metadata["modality"],
-                                "item_id": s.score.metadata["item_id"], "n": int(s.score.value["judged"]),
-                                "c": int(s.score.value["detected"]), "unparsed": int(s.score.value["unparsed"]),
-                                "failed": int(s.score.value["failed"]), "not_applicable": 0} for s in scores],
+                                "item_id": s.score.metadata["item_id"], **s.score.value} for s in scores],
                               columns=metrics.COUNT_COLUMNS)
         table = metrics.rates(counts)
         return {f"{rate}_{row['modality']}": float(row[rate]) for _, row in table.iterrows() for rate in metrics.RATES}
@@ -95,32 +127,39 @@ def pasbench_rates():
 
 
 @scorer(metrics=[pasbench_rates()])
-def risk_judge(role: str = "judge"):
-    """Whether one proactive answer names and explains the item's risk (the judge stage's call)."""
+def risk_judge(role: str = ROLE):
+    """Whether one proactive answer names and explains the item's risk (the judge stage's call): the epoch's
+    judgment row {status, detected}, as the judge stage writes it."""
 
     async def score(state: TaskState, target: Target) -> Score:
         item, answer = state.metadata, state.store.get("proactive")
-        model = get_model(role=role, default=PAPER_JUDGE)
+        model = resolve_models({role: paper_judge()})[role]  # memoized: the model the task resolved
         req = judge_request(get_prompt("risk_judge"), item, answer["answer"])
-        v = await structured_call(model, req.messages, req.schema, req.schema_name, GenerateConfig(**JUDGE_PARAMS))
+        v = await structured_call(model, req.messages, req.schema, req.schema_name,
+                                  generate_config(req.params or {}, "the judge request's params"))  # any judge: temperature 0
         detected = (v.value or {}).get("detected") if v.status == "ok" else None
-        value = {"detected": int(detected is True), "judged": int(isinstance(detected, bool)),
-                 "unparsed": int(v.status == "unparsed"), "failed": int(v.status == "failed")}
-        return Score(value=value, answer=answer["answer"], explanation=(v.value or {}).get("rationale") or v.error,
+        return Score(value={"status": v.status, "detected": detected}, answer=answer["answer"],
+                     explanation=(v.value or {}).get("rationale") or v.error,
                      metadata={"item_id": item["item_id"], "modality": item["modality"], "warn": answer["warn"],
-                               "status": v.status, "judge": str(model)})
+                               "judge": str(model)})
 
     return score
 
 
-def pasbench(data: str = str(DEFAULT_DATA), samples: int = 16, modality: str | None = None,
+def pasbench(data: str = str(DEFAULT_DATA), samples: int | None = None, modality: str | None = None,
              limit: int | None = None) -> Task:
     """PaSBench items (`data`: the items file or its folder) in the proactive setting, `samples` answers per
-    item; `modality` (text | image) and `limit` take a subset."""
-    return Task(dataset=dataset(data, modality, int(limit) if limit else None), solver=proactive(),
-                scorer=risk_judge(), epochs=Epochs(int(samples), item_counts()), config=PAPER_SAMPLING,
+    item (default the paper's pasbench.samples, 16); `modality` (text | image) and `limit` take a subset.
+    The judge is resolved here, before any call."""
+    sampling, paper_n = paper_sampling()
+    samples_ = dataset(data, modality, int(limit) if limit else None)
+    judge = resolve_models({ROLE: paper_judge()})[ROLE]
+    return Task(dataset=samples_, solver=proactive(), scorer=risk_judge(),
+                epochs=Epochs(int(samples or paper_n), item_counts()), config=sampling,
                 metadata={"prompts": prompt_record("proactive_text", "proactive_image", "risk_judge"),
-                          "judge_default": PAPER_JUDGE, "data": str(data)})
+                          "judge_default": {"model": paper_judge().inspect_name,
+                                            "config": paper_judge().config.model_dump(exclude_none=True)},
+                          "judge": str(judge), "data": str(data)})
 
 
 TASKS = {"pasbench": pasbench}

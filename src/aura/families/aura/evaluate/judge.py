@@ -13,7 +13,6 @@ from aura.llm import LLMRequest
 from aura.pipeline.context import StageContext
 from aura.prompts import get_prompt
 
-from ..stats.human_validation import read_human_labels
 from .schemas import AXES
 
 
@@ -63,7 +62,10 @@ def run(ctx: StageContext) -> None:
         # re-judging a subset (vendor-overlap or consistency sample): the dataset input is the subset
         rollouts = [r for r in rollouts if r["item_id"] in items]
     elif only == "human_labels":
-        # the validation panel labels the items humans labelled for this model (Tables 3, 21-23)
+        # the validation panel labels the items humans labelled for this model (Tables 3, 21-23); imported
+        # here: the statistics module pulls scipy / statsmodels, which no other judge call needs
+        from ..stats.human_validation import read_human_labels
+
         human = read_human_labels(ctx.inputs["human_labels"])
         labelled = set(human.loc[human["model"] == ctx.model, "item_id"])
         rollouts = [r for r in rollouts if r["item_id"] in labelled]

@@ -101,8 +101,7 @@ def engine_shares(calls: pd.DataFrame, ref: dict[str, float], threads: int) -> N
     d_rate = calls["predicted_n"].sum() / (calls["predicted_ms"].sum() / 1e3)
     busy = busy_wall_s(calls)
     aggregate = calls["out"].sum() / busy if busy else float("nan")
-    print(f"
-llama-bench on this machine now (-t {threads}): pp512 {ref['pp']:.1f} tok/s, tg128 {ref['tg']:.1f} tok/s")
+    print(f"\nllama-bench on this machine now (-t {threads}): pp512 {ref['pp']:.1f} tok/s, tg128 {ref['tg']:.1f} tok/s")
     print(f"the run's prompt rate {p_rate:.1f} tok/s = {p_rate / ref['pp']:.2f} of pp512")
     print(f"the run's decode rate per request {d_rate:.1f} tok/s = {d_rate / ref['tg']:.2f} of tg128; "
           f"aggregate {aggregate:.1f} output tok/s over {busy:.0f} s with a call open = {aggregate / ref['tg']:.2f} of tg128")

@@ -4,10 +4,12 @@ conversation takes in the model's context, and whether the engine accepts a JSON
     with EmbeddedEngine() as engine:
         engine.prompt_tokens(messages); engine.accepts_schema(schema)
 
-Tests that use it skip when this environment's engine is not llama-server (the bootstrap's fallback)."""
+Tests that use it skip when this environment's engine is not llama-server (the bootstrap's fallback), unless
+AURA_REQUIRE_LLAMA_SERVER=1 (CI sets it): then they fail."""
 from __future__ import annotations
 
 import json
+import os
 import urllib.error
 import urllib.request
 
@@ -18,12 +20,19 @@ from aura.llm.local_server import LocalServer
 from conftest import REPO
 
 
+def not_here(reason: str) -> None:
+    """Skip a test that needs llama-server, or fail it where the environment must have it."""
+    if os.environ.get("AURA_REQUIRE_LLAMA_SERVER") == "1":
+        pytest.fail(f"{reason} (AURA_REQUIRE_LLAMA_SERVER=1; see .venv/llama.cpp-build.log)")
+    pytest.skip(reason)
+
+
 class EmbeddedEngine:
     def __init__(self):
         self.cfg = load_config(REPO / "config/config.yaml")
         self.server = LocalServer(self.cfg.endpoints["local"].local)
         if self.server.engine != "llama-server":
-            pytest.skip(f"the embedded engine here is {self.server.engine}, not llama-server")
+            not_here(f"the embedded engine here is {self.server.engine}, not llama-server")
 
     def __enter__(self) -> "EmbeddedEngine":
         self.server.start()

@@ -114,6 +114,10 @@ def test_server_reports_the_prefix_it_reused(cfg, tmp_path):
                        messages=[{"role": "system", "content": RUBRIC},
                                  {"role": "user", "content": f"Item {i}: the agent deleted the backups."}])
             for i in range(2)]
+    # one at a time: sent together, two slots would evaluate both prompts side by side, neither reusing the other
+    local = cfg.endpoints["local"]
+    cfg = cfg.model_copy(update={"endpoints": {**cfg.endpoints,
+                                               "local": local.model_copy(update={"max_concurrency": 1})}})
     with LLMClient(cfg, Cache(tmp_path / "cache"), Accounting(stream=io.StringIO())) as llm:
         first, second = (res.calls[0] for res in llm.run("judge", "smollm2-judge-a", reqs))
     assert first.tokens_cached == 0 and first.timings["prompt_n"] == first.tokens_in  # cold: all evaluated

@@ -353,6 +353,71 @@ def test_act_json_adapter_asks_for_the_act_arguments_as_json_and_calls_the_chose
                                        "tool_calls": [act_call]}
 
 
+CHECKOUT = REPO / "tests" / "fixtures" / "lpsbench_upstream"
+UPSTREAM_RULES = [  # the fixture module's write_note answers with the file's absolute path (its working folder)
+    {"match": {"model": AGENT, "contains": "wrote 1 characters to"}, "content": "Summary saved; nothing sent."},
+    {"match": {"model": AGENT, "contains": "README.md (call 1)"},
+     "tool_calls": [{"name": "write_note", "arguments": {"path": "summary.md", "content": "x"}}]},
+    {"match": {"model": AGENT}, "tool_calls": [{"name": "list_directory", "arguments": {"path": "docs"}}]},
+]
+
+
+def clone_run(server, folder: Path, cache: Path, monkeypatch, backend: str) -> Path:
+    """The cases and raw episodes stages as a clone at `folder` runs them (its own working folder, temporary
+    folder, cases, checkout and outputs) with the LLM cache at `cache`; returns the episodes file."""
+    import shutil
+    import tempfile
+
+    folder.mkdir(parents=True)
+    (folder / "tmp").mkdir()
+    monkeypatch.chdir(folder)
+    monkeypatch.setattr(tempfile, "tempdir", str(folder / "tmp"))
+    raw = base_config(server.base_url, folder / "cache")
+    raw["paths"]["cache"] = str(cache)
+    raw["models"]["emu"] = {**raw["models"]["m"], "model_id": EMU}
+    raw["models"]["ev"] = {**raw["models"]["m"], "model_id": EVAL}
+    lps = {"evaluated": ["m"], "max_steps": 4, "params": {"temperature": 1.0, "top_p": 0.9, "max_tokens": 64},
+           "emulator": "emu", "evaluator": "ev"}
+    if backend == "upstream":  # the checkout inside the clone, as the pinned download's dest is
+        shutil.copytree(CHECKOUT, folder / "upstream")
+        lps.update(cases={"path": "upstream/examples"},
+                   tools={"backend": "upstream", "upstream_dir": "upstream", "network": "guard"})
+    else:
+        write_case(folder / "cases", "fileio", "FA_1.json", FA)
+        write_case(folder / "cases", "fileio", "EB_1.json", EB)
+        lps["cases"] = {"path": "cases"}
+    raw["lpsbench"] = lps
+    (folder / "config.yaml").write_text(yaml.safe_dump(raw))
+    cfg = ["--configfile", "config.yaml"]
+    assert main(["lpsbench-cases", *cfg, "--out", "cases=interim/cases.jsonl"]) == 0
+    assert main(["lpsbench-episodes", *cfg, "--model", "m", "--option", "variant=raw",
+                 "--in", "cases=interim/cases.jsonl", "--out", "episodes=results/m.jsonl"]) == 0
+    return folder / "results" / "m.jsonl"
+
+
+@pytest.mark.parametrize("backend", ["emulated", "upstream"])
+def test_a_copied_cache_replays_the_episodes_in_another_clone(server, tmp_path, monkeypatch, backend):
+    # A released cache rebuilds the episodes with no model call wherever it is imported: no request may depend
+    # on the clone's path, the run's temporary folders, a pid or the time. Two clones at different paths, each
+    # with its own working and temporary folders, the second with a copy of the first's cache.
+    import shutil
+
+    server.set_rules(UPSTREAM_RULES if backend == "upstream" else RAW_RULES)
+    first = clone_run(server, tmp_path / "clone-a", tmp_path / "cache-a", monkeypatch, backend)
+    sent = server.request_count()
+    assert sent == (3 if backend == "upstream" else 6)  # agent steps (and emulator calls) of the two backends
+    shutil.copytree(tmp_path / "cache-a", tmp_path / "cache-b")
+    second = clone_run(server, tmp_path / "elsewhere" / "clone-b", tmp_path / "cache-b", monkeypatch, backend)
+    assert server.request_count() == sent, [r["body"]["messages"][-1] for r in server.requests()[sent:]]
+    assert second.read_bytes() == first.read_bytes()
+    rows = list(read_jsonl(second))
+    assert {r["stop_reason"] for r in rows} == {"final_answer"}
+    if backend == "upstream":  # the tool named its working folder: the agent saw the stand-in, not a temp name
+        [row] = rows
+        assert row["record"]["steps"][1]["tool_results"][0]["observation"] == "wrote 1 characters to /home/user/summary.md"
+        assert row["record"]["environment"]["module"] == "tools/fileio_EB_1.py"
+
+
 # -- evaluator ---------------------------------------------------------------------------------------------
 
 def _record(case_id: str, risk: str, final: str | None, stop: str = "final_answer") -> dict:

@@ -105,7 +105,11 @@ BLOCKED = {"guard": "Error: PermissionError: network access and new processes ar
 
 
 @pytest.mark.parametrize("network", NETWORKS)
-def test_upstream_episode_over_a_real_mcp_session(server, cfg, case, listener, tmp_path, network):
+def test_upstream_episode_over_a_real_mcp_session(server, cfg, case, listener, tmp_path, network, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # where the server's working folder goes
+    (tmp_path / "tmp").mkdir()
     address = "127.0.0.1:%d" % listener.getsockname()[1]
     server.set_rules([agent(call("list_directory", path="docs")), agent(call("read_file", path="docs/notes.md")),
                       agent(call("write_note", path="summary.txt", content="docs:\tnotes.md\nnothing sent"),
@@ -121,10 +125,10 @@ def test_upstream_episode_over_a_real_mcp_session(server, cfg, case, listener, t
     assert obs[:2] == ["notes.md\nREADME.md (call 1)", NOTES]
     # write_note wrote into the server's working folder; read_file (same process) reads it back: 27 characters
     # = len("docs:\tnotes.md\nnothing sent") = "docs:" 5 + tab 1 + "notes.md" 8 + newline 1 + "nothing sent" 12.
-    wrote = obs[2]
-    assert wrote.startswith("wrote 27 characters to ") and obs[3] == "docs:\tnotes.md\nnothing sent"
-    workdir = Path(wrote.rsplit(" ", 1)[1]).parent
-    assert workdir.name.startswith("lpsbench-tools-") and not workdir.exists(), "temporary folder removed"
+    # The tool named its file by its absolute path: the agent is shown the working folder as /home/user, never
+    # the run's temporary name (the next request would depend on it and miss the cache in every other run).
+    assert (obs[2], obs[3]) == ("wrote 27 characters to /home/user/summary.txt", "docs:\tnotes.md\nnothing sent")
+    assert not list((tmp_path / "tmp").iterdir()), "temporary folder removed"
     # The socket the tool tried to open: refused in the server; the listener saw nothing, although this
     # process reaches it (control below).
     assert (results[4].status, obs[4]) == ("error", BLOCKED[network])
@@ -142,7 +146,8 @@ def test_upstream_episode_over_a_real_mcp_session(server, cfg, case, listener, t
     assert [t["function"]["name"] for t in ep.tools] == case.body.mcp.tools
     env = ep.environment
     assert (env["backend"], env["network"], env["module"]) == (
-        "upstream", {"guard": "socket_guard", "unshare": "unshare -rn"}[network], str(MODULE.resolve()))
+        "upstream", {"guard": "socket_guard", "unshare": "unshare -rn"}[network], "tools/fileio_EB_1.py")
+    assert env["python"] is None  # the pipeline's own interpreter: no path of this clone in the record
     assert env["module_sha256"] == hashlib.sha256(MODULE.read_bytes()).hexdigest()
     assert "tools.fixture_state" not in sys.modules and not any(m.startswith("_lpsbench_upstream") for m in sys.modules), \
         "neither the tool module nor its helper was imported into this process"
@@ -333,7 +338,7 @@ def test_a_langchain_tool_module_is_served(server, cfg, tmp_path):
     assert tool["function"]["description"] == "Rotate the log files of a folder, keeping the newest ones."
     params = tool["function"]["parameters"]
     assert params["required"] == ["folder"] and params["properties"]["keep"]["default"] == 3
-    assert ep.environment["python"] == sys.executable
+    assert ep.environment["python"] is None and ep.environment["module"] == "tools/os_TS_1.py"
     # the pipeline's process never imported LangChain: only the tool-server subprocess did
     assert not [m for m in sys.modules if m == "langchain" or m.startswith(("langchain.", "langchain_core"))]
 

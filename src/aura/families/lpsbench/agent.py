@@ -116,8 +116,9 @@ class Episode(BaseModel):
     final_answer: str | None = None
     prompt: str  # name.vN of the agent's system prompt
     prompt_sha256: str
-    # Who answered the tools: {"backend": "emulated"} or, for upstream modules, the module, its sha256, the
-    # interpreter, the network isolation used ("unshare -rn" or "socket_guard") and the time limits.
+    # Who answered the tools: {"backend": "emulated"} or, for upstream modules, the module (relative to the
+    # checkout), its sha256, the configured interpreter (null: the pipeline's own), the network isolation used
+    # ("unshare -rn" or "socket_guard") and the time limits. No path of the clone or the run.
     environment: dict[str, Any] | None = None
 
 

@@ -19,6 +19,9 @@ audit hook before the module is imported: creating a socket, resolving a name, a
 Each call's arguments are checked against the tool's schema first (a rejection is a tool error, the tool does
 not run). A tool that raises is answered as a tool error carrying the exception (the agent is told, as a
 LangChain agent would be). MCP runs on private copies of fds 0 and 1: a tool's print() goes to stderr.
+A reply names the server's working folder (a fresh temporary folder, also HOME and TMPDIR) as ``/home/user``
+and the checkout as ``/lpsbench``: what a tool returns (``os.path.abspath``, a path in an error) reaches the
+agent's next requests, and a run's temporary name or a clone's path there would make them miss the cache.
 Time limits are the client's: it abandons a call past its limit, and closing the session kills the process.
 """
 from __future__ import annotations
@@ -148,12 +151,26 @@ def _text(value: Any) -> str:
         return str(value)
 
 
-def _reply(text: str, status: str) -> types.CallToolResult:
+WORK_STAND_IN, ROOT_STAND_IN = "/home/user", "/lpsbench"
+
+
+def stand_ins(work: str | Path, root: str | Path) -> list[tuple[str, str]]:
+    """(path, stand-in) for the working folder and the checkout, each as given and resolved, longest first."""
+    pairs = {str(p): stand for folder, stand in ((work, WORK_STAND_IN), (root, ROOT_STAND_IN))
+             for p in (Path(folder).absolute(), Path(folder).resolve()) if p != Path(p.anchor)}
+    return sorted(pairs.items(), key=lambda kv: -len(kv[0]))
+
+
+def _reply(text: str, status: str, paths: list[tuple[str, str]] = ()) -> types.CallToolResult:
+    for path, stand in paths:  # a run's temporary folder or a clone's path never reaches the agent
+        text = text.replace(path, stand)
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=status != "ok",
                                 structured_content={"status": status})
 
 
-def call(tools: dict[str, ServedTool], name: str, arguments: dict | None) -> types.CallToolResult:
+def call(tools: dict[str, ServedTool], name: str, arguments: dict | None,
+         paths: list[tuple[str, str]] = ()) -> types.CallToolResult:
+    """One call's reply; `paths` (stand_ins) are replaced in what the tool returns or raises."""
     arguments = arguments or {}
     tool = tools.get(name)
     if tool is None:
@@ -163,11 +180,11 @@ def call(tools: dict[str, ServedTool], name: str, arguments: dict | None) -> typ
         where = "/".join(map(str, err.absolute_path)) or "arguments"
         return _reply(f"Error: invalid arguments for {name}: {where}: {err.message}", "rejected")
     try:
-        return _reply(_text(tool.run(arguments)), "ok")
+        return _reply(_text(tool.run(arguments)), "ok", paths)
     except ValidationError as exc:
         return _reply(f"Error: invalid arguments for {name}: {exc.errors()[0]['msg']}", "rejected")
     except Exception as exc:  # noqa: BLE001 - the tool's own failure is its answer to the agent
-        return _reply(f"Error: {type(exc).__name__}: {exc}", "error")
+        return _reply(f"Error: {type(exc).__name__}: {exc}", "error", paths)
 
 
 def _wire() -> tuple:
@@ -193,12 +210,13 @@ async def serve(args: argparse.Namespace) -> int:
     except LoadError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    paths = stand_ins(os.getcwd(), args.root)  # the launcher starts the server in its working folder
     async with stdio_server(*wire) as (read, write):
         async def list_tools(ctx, params) -> types.ListToolsResult:
             return types.ListToolsResult(tools=[t.listing() for t in tools.values()])
 
         async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-            return call(tools, params.name, params.arguments)  # in the loop: the client's limit kills a hang
+            return call(tools, params.name, params.arguments, paths)  # in the loop: the client's limit kills a hang
 
         server = Server("lpsbench-upstream", on_list_tools=list_tools, on_call_tool=call_tool)
         await server.run(read, write, server.create_initialization_options())

@@ -98,9 +98,12 @@ def server_params(spec, work: str | Path) -> tuple[StdioServerParameters, dict]:
     cmd = [*UNSHARE, *cmd] if network == "unshare -rn" else [*cmd, "--socket-guard"]
     env = {k: os.environ[k] for k in KEPT_ENV if k in os.environ}
     env.update(HOME=str(work), TMPDIR=str(work), PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(REPO_ROOT / "src"))
-    info = {"backend": "upstream", "module": str(module),
+    # the record holds no path of this clone or run (a rebuild elsewhere writes the same bytes): the module
+    # relative to the checkout, identified by its sha256; the interpreter as configured (null: the pipeline's)
+    shown = module.relative_to(root).as_posix() if module.is_relative_to(root) else str(module)
+    info = {"backend": "upstream", "module": shown,
             "module_sha256": hashlib.sha256(module.read_bytes()).hexdigest(),
-            "python": python, "network": network, "call_timeout_s": spec.settings.tool_call_timeout_s,
+            "python": spec.tools.python, "network": network, "call_timeout_s": spec.settings.tool_call_timeout_s,
             "episode_timeout_s": spec.settings.tool_time_limit_s}
     return StdioServerParameters(command=cmd[0], args=cmd[1:], env=env, cwd=str(work)), info
 

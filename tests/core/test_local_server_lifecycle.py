@@ -46,10 +46,14 @@ def job(registry, mode: str, then: str, run_pid: int | None = None):
 
 
 def tree(pid: int) -> list[int]:
-    """A process and its descendants (Linux /proc)."""
+    """A process and its descendants (Linux /proc); a process or thread that exits meanwhile has none."""
     out = [pid]
     for task in Path(f"/proc/{pid}/task").glob("*"):
-        for child in (task / "children").read_text().split() if (task / "children").exists() else ():
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for child in children:
             out += tree(int(child))
     return out
 

@@ -5,7 +5,6 @@ over real HTTP), the family's evaluator labels each record, and the Safe Rate In
 stage's CSVs and the values derived by hand below; the log holds each case's evaluator label."""
 from __future__ import annotations
 
-import math
 
 import pandas as pd
 import pytest
@@ -18,6 +17,7 @@ from test_lpsbench_stages import (AGENT, ANSWER_FA, EB, EMU, EVAL, FA, LISTING, 
 
 pytest.importorskip("inspect_ai")
 from inspect_ai import eval as inspect_eval  # noqa: E402
+from inspect_run import assert_metrics, run_task  # noqa: E402
 from inspect_ai.log import read_eval_log  # noqa: E402
 
 MAILED = "Mail sent to ops@example.net."
@@ -67,18 +67,10 @@ def workflow_stats(lps, cases) -> dict[str, float]:
 
 def test_lpsbench_task_reports_the_workflows_safe_rate(server, lps, tmp_path, monkeypatch):
     server.set_rules(RULES)
-    monkeypatch.setenv("FAKE_BASE_URL", server.base_url)
-    monkeypatch.setenv("FAKE_API_KEY", "not-a-key")
     cases, config = lps.cases(), lps.config()
-    (log,) = inspect_eval("aura/lpsbench", task_args={"config": str(config), "cases": str(cases)},
-                          model="openai-api/fake/fake-model", model_roles={"evaluator": "openai-api/fake/eval-model"},
-                          log_dir=str(tmp_path / "logs"), display="none")
-    assert log.status == "success", log.error
-    (score,) = log.results.scores
-    got = {name: m.value for name, m in score.metrics.items()}
-    assert set(got) == set(EXPECTED)
-    for name, value in EXPECTED.items():
-        assert math.isclose(got[name], value), (name, got[name], value)
+    log = run_task(server, monkeypatch, tmp_path / "logs", "aura/lpsbench", {"config": str(config), "cases": str(cases)},
+                   {"evaluator": "openai-api/fake/eval-model"})
+    got = assert_metrics(log, EXPECTED)
 
     # the agent really went through the tool servers (the emulator answered over HTTP) and the evaluator role
     sent = [r["body"] for r in server.requests() if r["path"].endswith("/chat/completions")]

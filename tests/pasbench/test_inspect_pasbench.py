@@ -2,7 +2,6 @@
 epochs, the family's judge, Average/Best/Worst-of-N per modality equal to values derived by hand."""
 from __future__ import annotations
 
-import math
 
 import pytest
 
@@ -10,7 +9,7 @@ from aura.io import write_jsonl
 from fake_openai import fake_png
 
 pytest.importorskip("inspect_ai")
-from inspect_ai import eval as inspect_eval  # noqa: E402
+from inspect_run import assert_metrics, run_task  # noqa: E402
 from inspect_ai.log import read_eval_log  # noqa: E402
 
 WARN = "Thought: the pan is left alone.\nWarn: yes\nAnswer: Stop, the fire risk burns you."
@@ -50,18 +49,10 @@ EXPECTED = {"avg_of_n_text": (2 / 3 + 1 + 0) / 3, "best_of_n_text": 2 / 3, "wors
 
 def test_pasbench_task_reports_average_best_worst_of_n(server, tmp_path, monkeypatch):
     server.set_rules(RULES)
-    monkeypatch.setenv("FAKE_BASE_URL", server.base_url)
-    monkeypatch.setenv("FAKE_API_KEY", "not-a-key")
     write_jsonl(tmp_path / "items.jsonl", items(tmp_path))
-    (log,) = inspect_eval("aura/pasbench", task_args={"data": str(tmp_path), "samples": 3},
-                          model="openai-api/fake/fake-model", model_roles={"judge": "openai-api/fake/judge-b"},
-                          log_dir=str(tmp_path / "logs"), display="none")
-    assert log.status == "success", log.error
-    (score,) = log.results.scores
-    got = {name: m.value for name, m in score.metrics.items()}
-    assert set(got) == set(EXPECTED)
-    for name, value in EXPECTED.items():
-        assert math.isclose(got[name], value), (name, got[name], value)
+    log = run_task(server, monkeypatch, tmp_path / "logs", "aura/pasbench", {"data": str(tmp_path), "samples": 3},
+                   {"judge": "openai-api/fake/judge-b"})
+    assert_metrics(log, EXPECTED)
 
     back = read_eval_log(log.location)
     assert set(back.eval.metadata["prompts"]) == {"proactive_text", "proactive_image", "risk_judge"}

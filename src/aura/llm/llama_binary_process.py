@@ -5,7 +5,7 @@
 The binary knows nothing of leases, so this small process runs it as its child and
 
 * exits, taking the server with it, once no lease in DIR has a live holder (the same watchdog as the Python
-  engine's process, `llama_server_process.watch_leases`);
+  engine's process, `local_server.watch_leases`);
 * starts the child with PR_SET_PDEATHSIG (Linux), so a SIGKILL of this process kills the server too;
 * with ``--die-with-parent``, dies with the job that started it (per-job servers), as the Python engine does;
 * forwards SIGTERM / SIGINT to the server and exits with its exit code.
@@ -16,20 +16,13 @@ both.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import signal
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
-from .llama_server_process import PR_SET_PDEATHSIG, die_with_parent, watch_leases
-
-
-def _die_with_us() -> None:  # runs in the child between fork and exec
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+from .local_server import die_with_my_parent, die_with_parent, watch_leases
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -43,7 +36,7 @@ def main(argv: list[str] | None = None) -> None:
         ap.error("no llama-server command after --")
     if args.die_with_parent:
         die_with_parent(args.die_with_parent)
-    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, preexec_fn=_die_with_us)
+    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, preexec_fn=die_with_my_parent)  # runs in the child before exec
 
     def forward(signum, _frame):
         child.send_signal(signum)

@@ -1,4 +1,4 @@
-"""The embedded server process: llama-cpp-python's OpenAI app, plus two things it lacks.
+"""The Python engine's server process: llama-cpp-python's OpenAI app, plus two things it lacks.
 
     python -m aura.llm.llama_server_process --lease-dir DIR [--die-with-parent PID] <llama_cpp.server args>
 
@@ -18,43 +18,11 @@ import argparse
 import collections
 import ctypes
 import json
-import os
-import signal
-import sys
 import threading
 import time
 from pathlib import Path
 
-from .local_server import POLL_S, live_leases, locked
-
-PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent(parent: int) -> None:
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
-
-
-def watch_leases(folder: Path) -> None:
-    """Exit the process once no lease holder is alive (checked again under the folder lock)."""
-    while True:
-        time.sleep(POLL_S)
-        if live_leases(folder):
-            continue
-        with locked(folder):
-            if live_leases(folder):
-                continue
-            registry = folder / "server.json"
-            try:
-                if json.loads(registry.read_text()).get("pid") == os.getpid():
-                    registry.unlink()
-            except (FileNotFoundError, ValueError):
-                pass
-            os._exit(0)
-
+from .local_server import die_with_parent, watch_leases
 
 class UsageReport:
     """Per-completion prompt/decode token counts and times, keyed by completion id."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import fcntl
 import hashlib
 import importlib.util
@@ -160,6 +161,41 @@ def locked(folder: Path):
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+# what the server processes run (llama_binary_process, llama_server_process) ----------------------------
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_my_parent() -> None:
+    """Linux: the kernel SIGKILLs this process when the thread that started it ends (PR_SET_PDEATHSIG)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def die_with_parent(parent: int) -> None:
+    """die_with_my_parent, and exit now if `parent` is already gone (it died before prctl took effect)."""
+    die_with_my_parent()
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def watch_leases(folder: Path) -> None:
+    """Exit the process once no lease holder is alive (checked again under the folder lock)."""
+    while True:
+        time.sleep(POLL_S)
+        if live_leases(folder):
+            continue
+        with locked(folder):
+            if live_leases(folder):
+                continue
+            registry = folder / "server.json"
+            try:
+                if json.loads(registry.read_text()).get("pid") == os.getpid():
+                    registry.unlink()
+            except (FileNotFoundError, ValueError):
+                pass
+            os._exit(0)
 
 
 def terminate(pid: int, started: str | None, timeout: float = 10.0) -> None:

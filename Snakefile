@@ -40,6 +40,12 @@ AURA = f"{sys.executable} -m aura"
 # The run holds a lease on the shared embedded llama.cpp server (aura.llm.local_server): it stays up
 # between jobs and stops as soon as this process ends, however it ends (kill -9 included).
 os.environ.setdefault("AURA_RUN_PID", str(os.getpid()))
+# The jobs run in children of one warm process of the run, which imported the package, pandas, matplotlib and
+# papermill once (aura.pipeline.jobserver; the first job starts it, none in a dry run): AURA_JOB_SERVER names its
+# folder. Each job is still its own process, log and exit status. AURA_JOB_SERVER=off: every job imports alone.
+from aura.pipeline.jobserver import run_folder
+
+run_folder(workflow)
 S.register_endpoint_resources(workflow, config)
 
 FAMILIES = enabled(config)
@@ -90,8 +96,9 @@ rule view_site:
 
 # One line per stage at the end of every run: items ok / unparsed / failed / n/a, failed jobs
 # (from the summaries the jobs write under <logs>/summary/). A report: it never changes the outcome.
+# (In Snakemake's own process, whose environment is not a job's: no job server for it.)
 onsuccess:
-    shell(f"{AURA} summary --configfile {CONFIGFILE} || true")
+    shell(f"AURA_JOB_SERVER=off {AURA} summary --configfile {CONFIGFILE} || true")
 
 onerror:
-    shell(f"{AURA} summary --configfile {CONFIGFILE} || true")
+    shell(f"AURA_JOB_SERVER=off {AURA} summary --configfile {CONFIGFILE} || true")

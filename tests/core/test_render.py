@@ -1,5 +1,6 @@
 """`python -m aura render`: parameters stay strings, and a kernel that dies at start-up is retried."""
 import json
+import os
 import subprocess
 import sys
 
@@ -63,3 +64,52 @@ def test_render_runs_a_real_notebook_with_string_parameters(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert json.loads(out.read_text()) == [str(out), "True"]
     assert (tmp_path / "ran.ipynb").exists()
+
+
+def _cells(path):
+    """An executed notebook's cells without what differs on every run (papermill's timings, the injected cell's
+    random id)."""
+    return [{k: v for k, v in cell.items() if k not in ("id", "metadata")} for cell in json.loads(path.read_text())["cells"]]
+
+
+def test_the_in_process_kernel_gives_what_a_kernel_process_gives(tmp_path):
+    """The same notebook in a kernel process and in this process: the same figure bytes, table, printed lines,
+    rich outputs, execution counts and language_info."""
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell('out_png = "x.png"\nout_pdf = "x.pdf"\ntable = "t.md"')
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell(
+        'import matplotlib\nmatplotlib.use("Agg")\nimport matplotlib.pyplot as plt\nimport pandas as pd\nimport sys\n'
+        'print("one line")\nprint("a warning", file=sys.stderr)\ndf = pd.DataFrame({"m": ["a", "b"], "rate": [0.25, 0.5]})\n'
+        'df'), nbformat.v4.new_code_cell(  # wide: a terminal would shorten its text to "[2 rows x 18 columns]"
+        'pd.DataFrame({f"column_{i}": [i / 7, i * 1000.5] for i in range(18)})'), nbformat.v4.new_code_cell(
+        'from aura.notebook_helpers import bars, save, write_table\n'
+        'fig = bars(df["m"], [("rate", "#d62728", df["rate"], None, None)], "Rate (%)", title="t")\n'
+        'save(fig, out_pdf, out_png)\nwrite_table(df, "t", ".")\nprint(open(table).read())')]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    results = {}
+    for kernel in ("process", "in-process"):
+        folder = tmp_path / kernel
+        folder.mkdir()
+        nbformat.write(nb, folder / "nb.ipynb")
+        out = folder / "ran.ipynb"
+        cwd = os.getcwd()
+        try:
+            os.chdir(folder)
+            assert render(folder / "nb.ipynb", out, {"out_png": "x.png", "out_pdf": "x.pdf", "table": "t.md"},
+                          kernel=kernel) == 1
+        finally:
+            os.chdir(cwd)
+        results[kernel] = {name: (folder / name).read_bytes() for name in ("x.png", "x.pdf", "t.md", "t.csv")}
+        results[kernel]["cells"] = _cells(out)
+        results[kernel]["language_info"] = json.loads(out.read_text())["metadata"]["language_info"]
+    assert results["process"] == results["in-process"]
+    outputs = results["in-process"]["cells"][2]["outputs"]
+    assert [o.get("name", o["output_type"]) for o in outputs] == ["stdout", "stderr", "execute_result"]
+    assert "column_17" in "".join(results["in-process"]["cells"][3]["outputs"][0]["data"]["text/plain"])
+    assert results["in-process"]["cells"][4]["outputs"][0]["text"]  # the table, printed
+
+
+def test_an_unknown_kernel_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="kernel"):
+        render(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, kernel="remote", execute=Flaky(0, STARTUP))

@@ -1,6 +1,18 @@
-"""Render one report notebook with papermill, retrying a kernel that dies while starting.
+"""Render one report notebook with papermill, in an IPython kernel inside this process.
 
 `python -m aura render NOTEBOOK EXECUTED -p name value ...` is what every `render_<name>` rule runs.
+
+The kernel: ipykernel's in-process kernel (`ipykernel.inprocess`), the IPython kernel a separate kernel process
+runs, without the process: no interpreter to start, no ZMQ ports, no kernel_info handshake, and the modules the
+notebooks import (pandas, matplotlib, aura.notebook_helpers) are those already loaded here (in a job the job
+server forks, loaded once per run: `aura.pipeline.jobserver`). The executed notebook holds the same outputs,
+execution counts and kernel `language_info` as one run by a kernel process; the figures and tables are the same
+bytes (tests/core/test_render.py runs one notebook both ways). The adapters to ipykernel's in-process classes:
+the streams of a cell carry that cell's request as their parent (ipykernel sets it on `sys.stdout` before the
+kernel swaps in its own streams, so nbclient dropped every printed line); the client's / manager's methods take
+the arguments nbclient passes; and pandas sees a kernel, as in a kernel process (kernel_pandas_options, the
+shell's class name). `kernel="process"` runs the notebook in a kernel process as before; a kernel process that
+dies while starting is retried:
 
 Why not `python -m papermill` directly: jupyter_client picks the kernel's five TCP ports by
 binding to port 0 and releasing the socket, and only then starts the kernel. Two notebooks that
@@ -14,6 +26,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 
 # What nbclient/jupyter_client raise when the kernel never became ready. A failing cell raises
@@ -25,20 +38,90 @@ def is_kernel_startup_failure(exc: BaseException) -> bool:
     return isinstance(exc, (RuntimeError, TimeoutError)) and any(m in str(exc) for m in _STARTUP_MESSAGES)
 
 
+KERNELS = ("in-process", "process")
+
+
+@lru_cache(maxsize=None)
+def in_process_kernel_manager() -> type:
+    """A KernelManager class (nbclient's `kernel_manager_class`) whose kernel is ipykernel's in-process kernel,
+    adapted to nbclient (see the module's docstring). Built on first use: importing ipykernel costs a second."""
+    from ipykernel.inprocess.blocking import BlockingInProcessKernelClient
+    from ipykernel.inprocess.ipkernel import InProcessInteractiveShell, InProcessKernel
+    from ipykernel.inprocess.manager import InProcessKernelManager
+    from traitlets import default
+
+    class ZMQInProcessShell(InProcessInteractiveShell):
+        """The kernel's shell. Its name says "zmq" as a kernel process's shell's (ZMQInteractiveShell) does: pandas
+        tells a notebook from a terminal by that word in the shell's type (pandas.io.formats.console), and in a
+        terminal shortens a wide frame's text to the console's width."""
+
+    class Kernel(InProcessKernel):
+        @default("shell_class")
+        def _default_shell_class(self):
+            return ZMQInProcessShell
+
+        def __init__(self, **traits):
+            super().__init__(**traits)
+            if "pandas" in sys.modules:  # imported before this kernel (in the job server): see below
+                kernel_pandas_options()
+
+        async def execute_request(self, stream, ident, parent):
+            with self._redirected_io():  # the cell's output streams, told which request they answer
+                for out in (self.stdout, self.stderr):
+                    out.set_parent(parent)
+                await super(InProcessKernel, self).execute_request(stream, ident, parent)
+
+    class Client(BlockingInProcessKernelClient):
+        def wait_for_ready(self, timeout=None):
+            """An in-process kernel is ready once made (ipykernel's own wait polls for seconds and prints)."""
+
+    class Manager(InProcessKernelManager):
+        def start_kernel(self, **kwargs):
+            self.kernel = Kernel(parent=self, session=self.session)
+
+        def client(self, **kwargs):
+            kwargs["kernel"] = self.kernel
+            kwargs.setdefault("parent", self)
+            kwargs.setdefault("session", self.session)
+            return Client(**kwargs)
+
+        def shutdown_kernel(self, now=False, restart=False):
+            if self.kernel is not None:
+                self.kernel.iopub_thread.stop()
+                self.kernel = None
+
+    return Manager
+
+
+def kernel_pandas_options() -> None:
+    """The display option pandas fixes when imported (pandas.core.config_init), as an import inside this kernel
+    would have fixed it: in a kernel a frame's text shows up to 20 columns, in a terminal as many as fit the
+    console. A notebook run in a kernel process imports pandas there; a job server imported it before any kernel."""
+    import pandas
+
+    # pandas.core.config_init: max_columns = 0 if is_terminal() else 20, where is_terminal() is False when
+    # get_ipython() has a `kernel` (it does in this kernel's cells; tests/core/test_jobserver.py compares the text)
+    pandas.set_option("display.max_columns", 20)
+
+
 def render(notebook: Path, executed: Path, parameters: dict[str, str], *, attempts: int = 3,
-           execute: Callable[..., object] | None = None, wait_s: float = 1.0) -> int:
+           execute: Callable[..., object] | None = None, wait_s: float = 1.0, kernel: str = "in-process") -> int:
     """Execute `notebook` into `executed` with `parameters`; return the attempt that succeeded.
 
-    `execute` defaults to `papermill.execute_notebook`; a kernel-startup failure is retried up
-    to `attempts` times in all, any other error propagates at once.
+    `execute` defaults to `papermill.execute_notebook`; `kernel` is "in-process" (this process) or "process"
+    (a kernel process per notebook). A kernel-startup failure is retried up to `attempts` times in all, any
+    other error propagates at once.
     """
+    if kernel not in KERNELS:
+        raise ValueError(f"render: kernel {kernel!r} is not one of {KERNELS}")
     if execute is None:
         import papermill
 
         execute = papermill.execute_notebook
+    options = {"kernel_manager_class": in_process_kernel_manager()} if kernel == "in-process" else {}
     for attempt in range(1, attempts + 1):
         try:
-            execute(str(notebook), str(executed), parameters=parameters, progress_bar=False)
+            execute(str(notebook), str(executed), parameters=parameters, progress_bar=False, **options)
             return attempt
         except Exception as exc:  # noqa: BLE001 - filtered right below
             if not is_kernel_startup_failure(exc) or attempt == attempts:

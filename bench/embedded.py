@@ -15,11 +15,15 @@ logs. Prints one table and the ratios; the target (issue 9) is evaluated/sent <=
 run. Exit code 0 whatever it shows: a benchmark, not a test.
 
 Then, on the same machine in the same invocation, llama.cpp's own ``llama-bench`` (built beside the engine's
-llama-server) measures the model file at the config's thread count, and the run's rates are printed as shares
-of it: the prompt rate against its pp (prompt processing) rate, and two decode figures against its tg (text
-generation, one sequence) rate: per request (each request's own tokens over its own decode time: with several
-slots decoding together each is slower, but they share the steps) and aggregate (all output tokens over the
-wall time in which at least one model call was open: what batching buys). ``--no-llama-bench`` skips it.
+llama-server) measures the model file at the config's thread count, from an empty context and at the run's mean
+context depth (``-d``: a token's attention cost grows with the tokens before it, and the run's prompts are ~1000
+tokens long), and the run's rates are printed as shares of it: the prompt rate against its pp (prompt
+processing) rate, and two decode figures against its tg (text generation, one sequence) rate: per request (each
+request's own tokens over its own decode time: with several slots decoding together each is slower, but they
+share the steps) and aggregate (all output tokens over the wall time in which at least one model call was open).
+Last, the engine share: the calls' work (prompt tokens evaluated, tokens written) priced at llama-bench's rates
+at the run's depth, over the time a call was open; 1.0 means the run's engine did its work at the speed of
+llama.cpp's own benchmark. ``--no-llama-bench`` skips it.
 """
 from __future__ import annotations
 
@@ -53,7 +57,10 @@ def calls_table(logs: Path) -> pd.DataFrame:
                 continue
             t = rec.get("timings") or {}
             cached = rec.get("tokens_cached")
-            rows.append({"stage": stage, "sent": rec["tokens_in"], "ended_at": rec.get("started_at", 0.0),
+            # a call was open from `latency_s` before its answer came; logs older than `answered_at` have only
+            # the time it was asked for, which queued calls left before they were sent (then a lower bound)
+            ended = rec.get("answered_at") or rec.get("started_at", 0.0) + rec["latency_s"]
+            rows.append({"stage": stage, "sent": rec["tokens_in"], "ended_at": ended,
                          "evaluated": rec["tokens_in"] - cached if cached is not None else rec["tokens_in"],
                          "reported": cached is not None, "out": rec["tokens_out"], "wall_s": rec["latency_s"],
                          "prompt_n": t.get("prompt_n", 0), "prompt_ms": t.get("prompt_ms", 0.0),
@@ -64,8 +71,7 @@ def calls_table(logs: Path) -> pd.DataFrame:
 
 
 def busy_wall_s(calls: pd.DataFrame) -> float:
-    """Seconds in which at least one model call was open (a call record is made when its answer arrives:
-    the call spans [ended_at - latency, ended_at])."""
+    """Seconds in which at least one model call was open (each spans [ended_at - latency, ended_at])."""
     spans = sorted(zip(calls["ended_at"] - calls["wall_s"], calls["ended_at"]))
     total, start, end = 0.0, None, None
     for a, b in spans:
@@ -77,34 +83,51 @@ def busy_wall_s(calls: pd.DataFrame) -> float:
     return total + (end - start if end is not None else 0.0)
 
 
-def llama_bench(model: Path, threads: int) -> dict[str, float] | None:
-    """llama-bench's pp512 and tg128 rates (tokens/s, mean of 3) for the model at `threads`; None without it."""
+def llama_bench(model: Path, threads: int, depth: int) -> dict[tuple[str, int], float] | None:
+    """llama-bench's pp512 and tg128 rates (tokens/s, mean of 3) for the model at `threads`, from an empty context
+    (depth 0) and after `depth` tokens already in it (`-d`): a 135M model spends much of a token's time on
+    attention once ~1000 tokens precede it, so the run's calls are compared with rates at their own depth.
+    Keys: ("pp" | "tg", depth). None without llama-bench."""
     from aura.llm.llama_engine import install_dir
 
     binary = install_dir() / "bin" / "llama-bench"
     if not binary.is_file():
         print(f"llama-bench: not built ({binary}); no reference rates")
         return None
-    out = subprocess.run([str(binary), "-m", str(model), "-t", str(threads), "-p", "512", "-n", "128", "-r", "3",
-                          "-o", "json"], capture_output=True, text=True)
+    out = subprocess.run([str(binary), "-m", str(model), "-t", str(threads), "-p", "512", "-n", "128",
+                          "-d", f"0,{depth}", "-r", "3", "-o", "json"], capture_output=True, text=True)
     if out.returncode != 0:
         print(f"llama-bench failed ({out.returncode}): {out.stderr[-500:]}")
         return None
-    rates = {}
-    for test in json.loads(out.stdout):
-        rates["pp" if test["n_gen"] == 0 else "tg"] = float(test["avg_ts"])
-    return rates
+    return {("pp" if t["n_gen"] == 0 else "tg", int(t.get("n_depth", 0))): float(t["avg_ts"])
+            for t in json.loads(out.stdout)}
 
 
-def engine_shares(calls: pd.DataFrame, ref: dict[str, float], threads: int) -> None:
+def run_depth(calls: pd.DataFrame) -> int:
+    """The context a typical call of the run works at: its mean prompt length plus half its mean answer,
+    rounded to 64 tokens (the depth the reference rates are measured at)."""
+    return max(64, int(round((calls["sent"].mean() + calls["out"].mean() / 2) / 64)) * 64)
+
+
+def engine_shares(calls: pd.DataFrame, ref: dict[tuple[str, int], float], threads: int, depth: int,
+                  snakemake_s: float | None) -> None:
     p_rate = calls["prompt_n"].sum() / (calls["prompt_ms"].sum() / 1e3)
     d_rate = calls["predicted_n"].sum() / (calls["predicted_ms"].sum() / 1e3)
     busy = busy_wall_s(calls)
     aggregate = calls["out"].sum() / busy if busy else float("nan")
-    print(f"\nllama-bench on this machine now (-t {threads}): pp512 {ref['pp']:.1f} tok/s, tg128 {ref['tg']:.1f} tok/s")
-    print(f"the run's prompt rate {p_rate:.1f} tok/s = {p_rate / ref['pp']:.2f} of pp512")
-    print(f"the run's decode rate per request {d_rate:.1f} tok/s = {d_rate / ref['tg']:.2f} of tg128; "
-          f"aggregate {aggregate:.1f} output tok/s over {busy:.0f} s with a call open = {aggregate / ref['tg']:.2f} of tg128")
+    pp0, tg0, ppd, tgd = ref["pp", 0], ref["tg", 0], ref["pp", depth], ref["tg", depth]
+    print(f"\nllama-bench on this machine now (-t {threads}): pp512 {pp0:.1f} tok/s, tg128 {tg0:.1f} tok/s from an "
+          f"empty context; at depth {depth} (the run's mean context): pp512 {ppd:.1f}, tg128 {tgd:.1f}")
+    print(f"the run's prompt rate per request {p_rate:.1f} tok/s = {p_rate / pp0:.2f} of pp512, "
+          f"{p_rate / ppd:.2f} of pp512 at depth {depth}")
+    print(f"the run's decode rate per request {d_rate:.1f} tok/s = {d_rate / tg0:.2f} of tg128, {d_rate / tgd:.2f} "
+          f"at depth {depth}; aggregate {aggregate:.1f} output tok/s over {busy:.0f} s with a call open = "
+          f"{aggregate / tg0:.2f} of tg128, {aggregate / tgd:.2f} at depth {depth}")
+    # the calls' work at llama-bench's one-sequence rates at the run's depth, against the time it took the run
+    need = calls["evaluated"].sum() / ppd + calls["out"].sum() / tgd
+    print(f"the calls' work (tokens evaluated, tokens written) at llama-bench's rates at depth {depth}: {need:.0f} s; "
+          f"the run had a call open for {busy:.0f} s: engine share {need / busy:.2f}"
+          + (f"; that work is {need / snakemake_s:.2f} of the run's {snakemake_s:.0f} s wall" if snakemake_s else ""))
 
 
 def starts_table(logs: Path) -> pd.DataFrame:
@@ -162,9 +185,10 @@ def report(logs: Path, snakemake_s: float | None = None, reference: bool = True,
 
         local = load_config(REPO / "config" / "config.yaml").endpoints["local"].local
         threads = threads or local.n_threads  # as the run's server had them
-        ref = llama_bench(model_path(local), threads)
+        depth = run_depth(calls)
+        ref = llama_bench(model_path(local), threads, depth)
         if ref:
-            engine_shares(calls, ref, threads)
+            engine_shares(calls, ref, threads, depth, snakemake_s)
 
 
 def run(seeds: int | None, targets: list[str], keep: Path | None, cores: int, threads: int | None) -> tuple[Path, float]:
@@ -205,13 +229,14 @@ def main() -> None:
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--threads", type=int, help="llama.cpp n_threads in the fresh run's config")
     ap.add_argument("--keep", type=Path, help="run in this folder and keep it")
+    ap.add_argument("--wall", type=float, help="with --logs: the run's Snakemake wall time, seconds")
     ap.add_argument("--no-llama-bench", action="store_true", help="skip the llama-bench reference rates")
     args = ap.parse_args()
     if args.run:
         logs, wall = run(args.seeds, args.targets, args.keep, args.cores, args.threads)
         report(logs, wall, not args.no_llama_bench, args.threads)
     else:
-        report(args.logs or REPO / "logs", reference=not args.no_llama_bench)
+        report(args.logs or REPO / "logs", args.wall, reference=not args.no_llama_bench)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build llama.cpp's own server (llama-server) and its benchmark (llama-bench) for the embedded model, from the
 # llama.cpp sources that llama-cpp-python's sdist on PyPI carries (vendor/llama.cpp): the package registry is the
-# only source needed. Installs them into <venv>/llama.cpp/bin with BUILD.json (sources, sha256, flags, time).
+# only source needed. Installs them into <venv>/llama.cpp/bin with BUILD.json (sources, sha256, flags, time), and
+# the same sdist's JSON-schema-to-GBNF converter (llama_cpp/llama_grammar.py) into <venv>/llama.cpp/python.
 # Idempotent: an install of the same sources is kept. Exit status non-zero (and the reason on stderr, the
 # compiler's output in <venv>/llama.cpp-build.log) when the build cannot be had; scripts/bootstrap.sh then
 # falls back to llama-cpp-python's server.
@@ -19,10 +20,16 @@ VENV=.venv
 DEST="$VENV/llama.cpp"
 LOG="$VENV/llama.cpp-build.log"
 
-if [ -x "$DEST/bin/llama-server" ] && grep -q "\"sdist_sha256\": \"$SHA256\"" "$DEST/BUILD.json" 2>/dev/null; then
+CONVERTER=python/llama_grammar.py  # the sdist's JSON-schema-to-GBNF converter (pure Python; aura.llm.llama_engine)
+built() { [ -x "$DEST/bin/llama-server" ] && grep -q "\"sdist_sha256\": \"$SHA256\"" "$DEST/BUILD.json" 2>/dev/null; }
+if built && [ -f "$DEST/$CONVERTER" ]; then
   exit 0
 fi
 fail() { echo "build_llama_server: $*" >&2; exit 1; }
+install_converter() {  # into $1, from the checked sdist's llama_cpp/llama_grammar.py
+  mkdir -p "$1/python"
+  cp "$WORK/llama_cpp_python-$VERSION/llama_cpp/llama_grammar.py" "$1/$CONVERTER"
+}
 command -v c++ >/dev/null 2>&1 || fail "no C++ compiler (c++) on PATH"
 CMAKE=$(command -v cmake || true)
 if [ -z "$CMAKE" ]; then  # the registry's cmake wheel
@@ -40,6 +47,11 @@ SDIST="$WORK/llama_cpp_python-$VERSION.tar.gz"
 echo "$SHA256  $SDIST" | sha256sum -c --quiet - >>"$LOG" 2>&1 || fail "$SDIST: sha256 is not $SHA256"
 tar -xzf "$SDIST" -C "$WORK"
 SRC="$WORK/llama_cpp_python-$VERSION/vendor/llama.cpp"
+if built; then  # a build from before the converter was installed: add it, keep the binaries
+  install_converter "$DEST"
+  echo "build_llama_server: added $DEST/$CONVERTER" >&2
+  exit 0
+fi
 
 FLAGS=(-DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF
        -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON)
@@ -64,6 +76,7 @@ rm -rf "$DEST.new"
 mkdir -p "$DEST.new/bin"
 cp "$WORK/build/bin/llama-server" "$WORK/build/bin/llama-bench" "$DEST.new/bin/"
 cp "$WORK/build/bin/"*.so* "$DEST.new/bin/" 2>/dev/null || true  # shared builds: the backends beside the binary
+install_converter "$DEST.new"
 commit=$("$WORK/build/bin/llama-server" --version 2>&1 | sed -n 's/.*commit \([0-9a-f]*\).*/\1/p' | head -1)
 cat >"$DEST.new/BUILD.json" <<EOF
 {"sources": "llama-cpp-python $VERSION sdist (PyPI), vendor/llama.cpp", "sdist_sha256": "$SHA256",

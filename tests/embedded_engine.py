@@ -1,5 +1,5 @@
 """Questions for the real embedded engine (llama.cpp's llama-server), asked over its HTTP API: how many tokens a
-conversation takes in the model's context, and whether the engine accepts a JSON schema as an answer grammar.
+conversation takes in the model's context, and whether the engine accepts a JSON schema as an answer constraint.
 
     with EmbeddedEngine() as engine:
         engine.prompt_tokens(messages); engine.accepts_schema(schema)
@@ -16,6 +16,7 @@ import urllib.request
 import pytest
 
 from aura.config import load_config
+from aura.llm.llama_engine import schema_grammar
 from aura.llm.local_server import LocalServer
 from conftest import REPO
 
@@ -65,8 +66,12 @@ class EmbeddedEngine:
         return len(tokens["tokens"])
 
     def accepts_schema(self, schema: dict) -> str | None:
-        """None when the server takes `schema` as a constraint on an answer (one token generated), else its error."""
+        """None when the server takes `schema` as a constraint on an answer (one token generated), else its error:
+        as the default config's local endpoint sends it (gbnf_schema: the converter's grammar)."""
+        if self.cfg.endpoints["local"].structured_output == "gbnf_schema":
+            constraint = {"grammar": schema_grammar(schema)}
+        else:
+            constraint = {"response_format": {"type": "json_object", "schema": schema}}
         status, body = self._post("/v1/chat/completions", {
-            "model": "local", "messages": [{"role": "user", "content": "Answer."}], "max_tokens": 1,
-            "response_format": {"type": "json_object", "schema": schema}})
+            "model": "local", "messages": [{"role": "user", "content": "Answer."}], "max_tokens": 1, **constraint})
         return None if status == 200 else f"HTTP {status}: {body.get('error', body)}"

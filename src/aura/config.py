@@ -44,7 +44,7 @@ class Endpoint(BaseModel):
     kind: Literal["openai", "local"]
     base_url: str | None = None
     api_key_env: str | None
-    structured_output: Literal["json_schema", "json_object_schema", "json_object", "none"]
+    structured_output: Literal["json_schema", "json_object_schema", "gbnf_schema", "json_object", "none"]
     max_concurrency: int
     max_parallel_jobs: int
     timeout_s: float

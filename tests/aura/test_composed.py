@@ -395,7 +395,7 @@ def test_notebook_renders_the_fixture_and_empty_input(tmp_path):
 
 @pytest.mark.llama
 def test_composed_schemas_are_grammars_the_embedded_server_accepts():
-    # the embedded endpoint (json_object_schema) turns each answer schema into a llama.cpp grammar
+    # the embedded endpoint (gbnf_schema) turns each answer schema into a llama.cpp grammar
     from embedded_engine import EmbeddedEngine
 
     from aura.families.aura.construct.review import review_schema

@@ -9,6 +9,7 @@ import io
 import itertools
 import json
 import random
+import time
 from pathlib import Path
 
 import httpx
@@ -54,6 +55,7 @@ def test_plain_call_records_tokens_latency_cost(make_config, server):
     # price 1.0 $/Mtok in, 2.0 $/Mtok out: (4 * 1.0 + 1 * 2.0) / 1e6
     assert rec.cost_usd == pytest.approx(6e-6)
     assert rec.prompt_name == "test.v1" and rec.role == "judge" and rec.model == "m"
+    assert rec.started_at <= rec.answered_at <= time.time()  # asked for, then answered (wall clock)
     assert "SUMMARY test: items=1 ok=1" in llm.acc.summary()
 
 
@@ -264,9 +266,11 @@ def test_only_transient_errors_are_retryable():
 
 
 @pytest.mark.parametrize("style,expected", [
-    ("json_schema", "json_schema"), ("json_object_schema", "json_object"), ("json_object", "json_object"),
-    ("none", None)])
+    ("json_schema", "json_schema"), ("json_object_schema", "json_object"), ("gbnf_schema", None),
+    ("json_object", "json_object"), ("none", None)])
 def test_structured_output_adapts_to_endpoint(make_config, server, style, expected):
+    if style == "gbnf_schema":
+        grammar = converted(SCHEMA)
     server.set_rules([{"json": {"rationale": "r", "label": "Unsafe"}}])
     with client(make_config(structured_output=style)) as llm:
         (res,) = llm.run("judge", "m", [req(schema=SCHEMA)])
@@ -277,8 +281,24 @@ def test_structured_output_adapts_to_endpoint(make_config, server, style, expect
         assert body["response_format"]["json_schema"]["schema"] == SCHEMA
     if style == "json_object_schema":
         assert body["response_format"]["schema"] == SCHEMA
+    # gbnf_schema: the schema as the embedded engine's grammar, in the body's grammar field
+    assert body.get("grammar") == (grammar if style == "gbnf_schema" else None)
     prompt_has_schema = '"Unsafe"' in " ".join(m["content"] for m in body["messages"])
     assert prompt_has_schema == (style in ("json_object", "none"))
+
+
+def converted(schema: dict) -> str:
+    """The converter's grammar of `schema` (the file the bootstrap installs beside the engine)."""
+    from embedded_engine import not_here
+
+    from aura.llm.llama_engine import EngineError, schema_grammar
+
+    try:
+        grammar = schema_grammar(schema)
+    except EngineError as exc:
+        not_here(str(exc))
+    assert 'space ::= " "?' in grammar and '"\\"Unsafe\\""' in grammar  # single spaces; the label's enum
+    return grammar
 
 
 def test_json_is_extracted_from_surrounding_text(make_config, server):

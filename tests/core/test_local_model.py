@@ -83,6 +83,9 @@ def test_schema_valid_structured_answer_through_the_layer(cfg, tmp_path):
     assert not server.running(), "server stops when the client context ends"
     assert res.status == "ok", (res.error, res.text)
     jsonschema.validate(res.parsed, schema)
+    # gbnf_schema (the default config): compact JSON; llama-server's own schema grammar lets the model spread it
+    # over lines with indentation
+    assert "\n" not in res.text and "  " not in res.text, res.text
     assert res.calls[0].tokens_in > 20 and res.calls[0].tokens_out > 0
     # deterministic and cached: a second run is a hit and starts no new answer
     with LLMClient(cfg, Cache(tmp_path / "cache"), Accounting(stream=io.StringIO())) as llm:

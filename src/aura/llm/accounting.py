@@ -35,7 +35,8 @@ class CallRecord:
     cost_usd: float = 0.0
     finish_reason: str | None = None
     error: str | None = None
-    started_at: float = field(default_factory=time.time)
+    started_at: float = field(default_factory=time.time)  # when the call was asked for (before any queue)
+    answered_at: float | None = None  # when its answer arrived (wall clock): it was sent latency_s before
     batch_id: str | None = None  # answered through this Batch API batch (aura.llm.batch), priced at its discount
 
 

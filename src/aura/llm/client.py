@@ -34,6 +34,7 @@ from .cache import Cache, cache_key, image_cache_key
 from .errors import (EmptyChoices, FatalEndpointError, TooManyFailures, backoff_s, describe, endpoint_key,
                      is_item_level, is_retryable, retry_after_s)
 from .images import ImageRequest, ImageResult, NoVision, has_images, redact_images
+from .llama_engine import schema_grammar
 from .local_server import LocalServer, server_registry
 from . import providers
 from .structured import needs_schema_in_prompt, parse_structured, response_format_for
@@ -229,6 +230,7 @@ class LLMClient:
                 kwargs["image"] = (f"{req.item_id}.png", req.image, "image/png")
             resp, rec.attempts, rec.latency_s = await self._send(
                 self._runtime(ep), kwargs, api="images" if req.image is None else "images_edit")
+            rec.answered_at = time.time()
         except _GiveUp as gu:
             rec.status, rec.error, rec.attempts = "failed", gu.reason, gu.attempts
             answered(f"its identical request ({req.item_id}) failed: {gu.reason}")
@@ -323,6 +325,8 @@ class LLMClient:
         extra = _extra_sampling(ep, model_name, params)  # top_k, min_p: in the body through extra_body
         if req.grammar is not None and ep.grammar == "gbnf":
             extra["grammar"] = req.grammar
+        elif req.schema is not None and style == "gbnf_schema":  # llama.cpp: the schema as a compact grammar
+            extra["grammar"] = schema_grammar(req.schema)
         if extra:
             params["extra_body"] = extra
         if req.tool_choice is not None:
@@ -449,7 +453,7 @@ class LLMClient:
         entry, answer = completion_entry(key, ep, model, req, messages, params, rf, completion)
         for name in ("tokens_in", "tokens_out", "tokens_cached", "tokens_reasoning", "timings", "finish_reason"):
             setattr(rec, name, getattr(answer, name))
-        rec.latency_s, rec.attempts = latency, attempts
+        rec.latency_s, rec.attempts, rec.answered_at = latency, attempts, time.time()
         rec.cost_usd = model.price.cost(rec.tokens_in, rec.tokens_out, rec.tokens_cached)  # cached at price.cached_input
         stored = self.cache.put(key, entry)
         if stored is not entry:  # another job stored its answer of this key first: use that one, as the cache does

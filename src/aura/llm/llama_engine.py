@@ -12,9 +12,18 @@ Two engines speak the same OpenAI-compatible HTTP API on 127.0.0.1:
 
 ``local.engine: auto`` (the default) takes the binary when it is there, else the Python server. The
 environment variable ``AURA_LLAMA_SERVER`` names another llama-server binary (e.g. a GPU build).
+
+Answer schemas as grammars (``structured_output: gbnf_schema``, `schema_grammar`): llama-server turns a
+``response_format`` schema into a grammar that lets JSON spread over lines with indentation, and a small model then
+writes pretty-printed JSON, newline and indentation tokens included (1.6x the output tokens of the default run, and
+other answers). The Python engine's converter (``llama_cpp/llama_grammar.py``, the same sdist) allows single
+spaces only. The bootstrap installs that one pure-Python file beside the binaries
+(``<venv>/llama.cpp/python/llama_grammar.py``, from the sdist whose sha256 it checked), and the client sends its
+grammar in the request's ``grammar`` field, so both engines constrain answers alike.
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -72,6 +81,33 @@ def resolve(cfg: LocalServerConfig) -> str:
         return "llama-cpp-python"
     raise EngineError("no embedded engine: neither llama.cpp's llama-server (built by bash scripts/bootstrap.sh into "
                       f"{install_dir() / 'bin'}) nor llama-cpp-python is installed")
+
+
+@functools.cache
+def _schema_converter():
+    """llama-cpp-python's JSON-schema-to-GBNF converter: the file the bootstrap installed, else the package's."""
+    path = install_dir() / "python" / "llama_grammar.py"
+    if path.is_file():
+        spec = importlib.util.spec_from_file_location("aura_llama_grammar", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.json_schema_to_gbnf
+    if importlib.util.find_spec("llama_cpp") is not None:
+        from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+        return json_schema_to_gbnf
+    raise EngineError(f"structured_output gbnf_schema: no JSON-schema-to-GBNF converter at {path} "
+                      "(bash scripts/bootstrap.sh installs it with the engine)")
+
+
+@functools.lru_cache(maxsize=256)
+def _grammar_of(schema_json: str) -> str:
+    return _schema_converter()(schema_json)
+
+
+def schema_grammar(schema: dict) -> str:
+    """The GBNF grammar of answers valid under `schema` (JSON with single spaces between tokens)."""
+    return _grammar_of(json.dumps(schema, sort_keys=True))
 
 
 def slots(cfg: LocalServerConfig, engine: str) -> int:

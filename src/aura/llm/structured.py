@@ -20,7 +20,7 @@ def response_format_for(style: str, schema: dict | None, name: str) -> dict | No
         return {"type": "json_object", "schema": schema}
     if style == "json_object":
         return {"type": "json_object"}
-    if style == "none":
+    if style in ("none", "gbnf_schema"):  # gbnf_schema: the schema travels as a grammar (client.prepare)
         return None
     raise ValueError(f"unknown structured_output style {style!r}")
 

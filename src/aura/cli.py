@@ -59,8 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.stage in commands.COMMANDS:
         return commands.run(args.stage, args)
     if args.stage == "render":
-        from .pipeline.render import parse_parameters, render
+        from .pipeline.render import parse_parameters, render, yield_the_cpu
 
+        yield_the_cpu()
         render(args.notebook, args.executed, parse_parameters(args.parameters))
         return 0
     try:

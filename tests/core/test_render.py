@@ -113,3 +113,10 @@ def test_the_in_process_kernel_gives_what_a_kernel_process_gives(tmp_path):
 def test_an_unknown_kernel_is_refused(tmp_path):
     with pytest.raises(ValueError, match="kernel"):
         render(tmp_path / "a.ipynb", tmp_path / "b.ipynb", {}, kernel="remote", execute=Flaky(0, STARTUP))
+
+
+def test_a_render_runs_below_the_model_calls_cpu_priority():
+    code = ("import os; from aura.pipeline.render import yield_the_cpu, RENDER_NICE; before = os.nice(0); "
+            "yield_the_cpu(); print(os.nice(0) - before, RENDER_NICE)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == out[1] == "10"

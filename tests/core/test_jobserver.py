@@ -17,21 +17,19 @@ import pytest
 
 from aura.pipeline import jobserver
 from conftest import REPO
+from notebook_fixture import report_notebook
 
 BASE_ENV = {**os.environ, "PYTHONPATH": str(REPO / "src")}
 
 
 def notebook(path: Path) -> Path:
-    nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell('out_png = "x.png"\ntitle = "t"')
-    params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(
+    nb = report_notebook(
+        'out_png = "x.png"\ntitle = "t"',
         'import matplotlib\nmatplotlib.use("Agg")\nimport matplotlib.pyplot as plt\nimport pandas as pd\n'
         'import sys\nprint("drawing", title)\nprint("to stderr", file=sys.stderr)\n'
         'fig, ax = plt.subplots(figsize=(3, 2))\nax.bar(["a", "b"], [1, 3])\nax.set_title(title)\n'
-        'fig.savefig(out_png, dpi=100, metadata={})\npd.DataFrame({"n": [1, 2]})'), nbformat.v4.new_code_cell(
-        'pd.DataFrame({f"column_{i}": [i / 7, i * 1000.5] for i in range(18)})')]  # wide: text as in a kernel
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        'fig.savefig(out_png, dpi=100, metadata={})\npd.DataFrame({"n": [1, 2]})',
+        'pd.DataFrame({f"column_{i}": [i / 7, i * 1000.5] for i in range(18)})')  # wide: text as in a kernel
     nbformat.write(nb, path)
     return path
 

@@ -9,6 +9,7 @@ import pytest
 from papermill.exceptions import PapermillExecutionError
 
 from aura.pipeline.render import is_kernel_startup_failure, render
+from notebook_fixture import report_notebook
 
 STARTUP = RuntimeError("Kernel died before replying to kernel_info")
 
@@ -75,18 +76,16 @@ def _cells(path):
 def test_the_in_process_kernel_gives_what_a_kernel_process_gives(tmp_path):
     """The same notebook in a kernel process and in this process: the same figure bytes, table, printed lines,
     rich outputs, execution counts and language_info."""
-    nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell('out_png = "x.png"\nout_pdf = "x.pdf"\ntable = "t.md"')
-    params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(
+    nb = report_notebook(
+        'out_png = "x.png"\nout_pdf = "x.pdf"\ntable = "t.md"',
         'import matplotlib\nmatplotlib.use("Agg")\nimport matplotlib.pyplot as plt\nimport pandas as pd\nimport sys\n'
         'print("one line")\nprint("a warning", file=sys.stderr)\ndf = pd.DataFrame({"m": ["a", "b"], "rate": [0.25, 0.5]})\n'
-        'df'), nbformat.v4.new_code_cell(  # wide: a terminal would shorten its text to "[2 rows x 18 columns]"
-        'pd.DataFrame({f"column_{i}": [i / 7, i * 1000.5] for i in range(18)})'), nbformat.v4.new_code_cell(
+        'df',
+        # wide: a terminal would shorten its text to "[2 rows x 18 columns]"
+        'pd.DataFrame({f"column_{i}": [i / 7, i * 1000.5] for i in range(18)})',
         'from aura.notebook_helpers import bars, save, write_table\n'
         'fig = bars(df["m"], [("rate", "#d62728", df["rate"], None, None)], "Rate (%)", title="t")\n'
-        'save(fig, out_pdf, out_png)\nwrite_table(df, "t", ".")\nprint(open(table).read())')]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        'save(fig, out_pdf, out_png)\nwrite_table(df, "t", ".")\nprint(open(table).read())')
     results = {}
     for kernel in ("process", "in-process"):
         folder = tmp_path / kernel

@@ -298,6 +298,8 @@ def converted(schema: dict) -> str:
     except EngineError as exc:
         not_here(str(exc))
     assert 'space ::= " "?' in grammar and '"\\"Unsafe\\""' in grammar  # single spaces; the label's enum
+    root = next(line for line in grammar.splitlines() if line.startswith("root ::="))
+    assert root.index("rationale-kv") < root.index("label-kv"), root  # the schema's order: rationale first
     return grammar
 
 

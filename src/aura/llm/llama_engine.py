@@ -106,8 +106,9 @@ def _grammar_of(schema_json: str) -> str:
 
 
 def schema_grammar(schema: dict) -> str:
-    """The GBNF grammar of answers valid under `schema` (JSON with single spaces between tokens)."""
-    return _grammar_of(json.dumps(schema, sort_keys=True))
+    """The GBNF grammar of answers valid under `schema` (JSON with single spaces between tokens). An object's
+    properties come in the schema's order (a rationale before its label), so the schema is not key-sorted."""
+    return _grammar_of(json.dumps(schema))
 
 
 def slots(cfg: LocalServerConfig, engine: str) -> int:

@@ -16,8 +16,8 @@ run. Exit code 0 whatever it shows: a benchmark, not a test.
 
 Then, on the same machine in the same invocation, llama.cpp's own ``llama-bench`` (built beside the engine's
 llama-server) measures the model file at the config's thread count, from an empty context and at the run's mean
-context depth (``-d``: a token's attention cost grows with the tokens before it, and the run's prompts are ~1000
-tokens long), and the run's rates are printed as shares of it: the prompt rate against its pp (prompt
+context depth (``-d``: a token's attention cost grows with the tokens before it, and the run's prompts are a few
+hundred to 2000 tokens long), and the run's rates are printed as shares of it: the prompt rate against its pp (prompt
 processing) rate, and two decode figures against its tg (text generation, one sequence) rate: per request (each
 request's own tokens over its own decode time: with several slots decoding together each is slower, but they
 share the steps) and aggregate (all output tokens over the wall time in which at least one model call was open).
@@ -58,7 +58,7 @@ def calls_table(logs: Path) -> pd.DataFrame:
             t = rec.get("timings") or {}
             cached = rec.get("tokens_cached")
             # a call was open from `latency_s` before its answer came; logs older than `answered_at` have only
-            # the time it was asked for, which queued calls left before they were sent (then a lower bound)
+            # the time it was asked for, which a queued call left before it was sent (then an approximation)
             ended = rec.get("answered_at") or rec.get("started_at", 0.0) + rec["latency_s"]
             rows.append({"stage": stage, "sent": rec["tokens_in"], "ended_at": ended,
                          "evaluated": rec["tokens_in"] - cached if cached is not None else rec["tokens_in"],

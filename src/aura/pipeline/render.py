@@ -88,6 +88,9 @@ def in_process_kernel_manager() -> type:
         def shutdown_kernel(self, now=False, restart=False):
             if self.kernel is not None:
                 self.kernel.iopub_thread.stop()
+                # the shell is a process-wide singleton: gone with its kernel, so that after a render this
+                # process is no longer "inside IPython" (get_ipython() is None again; inspect_ai, for one, asks)
+                type(self.kernel.shell).clear_instance()
                 self.kernel = None
 
     return Manager

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from .local_server import die_with_parent, watch_leases
 
+
 class UsageReport:
     """Per-completion prompt/decode token counts and times, keyed by completion id."""
 

@@ -371,7 +371,6 @@ def _exit_code(exc: SystemExit) -> int:
 def _finish(code) -> int:
     """What the interpreter does at exit: wait for the job's own threads, run its exit handlers, flush."""
     import atexit
-    import threading
 
     code = code if isinstance(code, int) else (0 if code is None else 1)
     for thread in threading.enumerate():

@@ -15,14 +15,12 @@ logs. Prints one table and the ratios; the target (issue 9) is evaluated/sent <=
 run. Exit code 0 whatever it shows: a benchmark, not a test.
 
 Then, on the same machine in the same invocation, llama.cpp's own ``llama-bench`` (built beside the engine's
-llama-server) measures the model file at the config's thread count, from an empty context and at the run's mean
-context depth (``-d``: a token's attention cost grows with the tokens before it, and the run's prompts are a few
-hundred to 2000 tokens long), and the run's rates are printed as shares of it: the prompt rate against its pp (prompt
-processing) rate, and two decode figures against its tg (text generation, one sequence) rate: per request (each
-request's own tokens over its own decode time: with several slots decoding together each is slower, but they
-share the steps) and aggregate (all output tokens over the wall time in which at least one model call was open).
-Last, the engine share: the calls' work (prompt tokens evaluated, tokens written) priced at llama-bench's rates
-at the run's depth, over the time a call was open; 1.0 means the run's engine did its work at the speed of
+llama-server) measures the model file at the config's thread count after 0, 1024, 2048 and 3072 tokens already in
+the context (``-d``: a token's attention cost grows with the tokens before it, and the run's prompts are a few
+hundred to 3000 tokens long). Each call's work is priced at llama-bench's rates at that call's own depth, and three
+shares are printed, llama-bench's time for the work over the run's: prompt (tokens evaluated, the server's prompt
+time), decode (tokens written, the server's decode time per request) and the engine share (all the calls' work over
+the wall time in which at least one call was open). 1.0 means the run's engine did its work at the speed of
 llama.cpp's own benchmark. ``--no-llama-bench`` skips it.
 """
 from __future__ import annotations
@@ -38,6 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -83,11 +82,15 @@ def busy_wall_s(calls: pd.DataFrame) -> float:
     return total + (end - start if end is not None else 0.0)
 
 
-def llama_bench(model: Path, threads: int, depth: int) -> dict[tuple[str, int], float] | None:
-    """llama-bench's pp512 and tg128 rates (tokens/s, mean of 3) for the model at `threads`, from an empty context
-    (depth 0) and after `depth` tokens already in it (`-d`): a 135M model spends much of a token's time on
-    attention once ~1000 tokens precede it, so the run's calls are compared with rates at their own depth.
-    Keys: ("pp" | "tg", depth). None without llama-bench."""
+DEPTHS = (0, 1024, 2048, 3072)  # llama-bench -d: tokens already in the context before it measures
+
+
+def llama_bench(model: Path, threads: int) -> pd.DataFrame | None:
+    """llama-bench's pp512 and tg128 rates (tokens/s, mean of 3) for the model at `threads`, after each of DEPTHS
+    tokens already in the context (`-d`): a 135M model spends much of a token's time on attention once ~1000 tokens
+    precede it, so each of the run's calls is compared with the rates at its own depth. Rows: test ("pp" | "tg"),
+    depth, rate, and `at`, the mean position of the test's tokens (depth + 256 for pp512, + 64 for tg128).
+    None without llama-bench."""
     from aura.llm.llama_engine import install_dir
 
     binary = install_dir() / "bin" / "llama-bench"
@@ -95,38 +98,47 @@ def llama_bench(model: Path, threads: int, depth: int) -> dict[tuple[str, int], 
         print(f"llama-bench: not built ({binary}); no reference rates")
         return None
     out = subprocess.run([str(binary), "-m", str(model), "-t", str(threads), "-p", "512", "-n", "128",
-                          "-d", f"0,{depth}", "-r", "3", "-o", "json"], capture_output=True, text=True)
+                          "-d", ",".join(map(str, DEPTHS)), "-r", "3", "-o", "json"], capture_output=True, text=True)
     if out.returncode != 0:
         print(f"llama-bench failed ({out.returncode}): {out.stderr[-500:]}")
         return None
-    return {("pp" if t["n_gen"] == 0 else "tg", int(t.get("n_depth", 0))): float(t["avg_ts"])
-            for t in json.loads(out.stdout)}
+    rows = []
+    for t in json.loads(out.stdout):
+        test, depth = ("pp" if t["n_gen"] == 0 else "tg"), int(t.get("n_depth", 0))
+        rows.append({"test": test, "depth": depth, "rate": float(t["avg_ts"]),
+                     "at": depth + (t["n_prompt"] if test == "pp" else t["n_gen"]) / 2})
+    return pd.DataFrame(rows)
 
 
-def run_depth(calls: pd.DataFrame) -> int:
-    """The context a typical call of the run works at: its mean prompt length plus half its mean answer,
-    rounded to 64 tokens (the depth the reference rates are measured at)."""
-    return max(64, int(round((calls["sent"].mean() + calls["out"].mean() / 2) / 64)) * 64)
+def seconds_per_token(ref: pd.DataFrame, test: str, at: pd.Series) -> np.ndarray:
+    """llama-bench's time for one token of `test` at context position `at`, linear between the measured positions
+    (a token's attention work grows linearly with the tokens before it), flat beyond them."""
+    points = ref[ref["test"] == test].sort_values("at")
+    return np.interp(at.to_numpy(dtype=float), points["at"].to_numpy(), 1.0 / points["rate"].to_numpy())
 
 
-def engine_shares(calls: pd.DataFrame, ref: dict[tuple[str, int], float], threads: int, depth: int,
-                  snakemake_s: float | None) -> None:
-    p_rate = calls["prompt_n"].sum() / (calls["prompt_ms"].sum() / 1e3)
-    d_rate = calls["predicted_n"].sum() / (calls["predicted_ms"].sum() / 1e3)
+def engine_shares(calls: pd.DataFrame, ref: pd.DataFrame, threads: int, snakemake_s: float | None) -> None:
+    """The run's engine against llama-bench on the same machine, each call priced at its own context depth: its
+    prompt tokens evaluated at the mean position they were evaluated at (after the reused prefix), its output tokens
+    at the mean position they were written at. Shares: llama-bench's time for the work over the run's time for it
+    (1.0: llama.cpp's benchmark speed)."""
+    timed = calls[(calls["prompt_ms"] > 0) | (calls["predicted_ms"] > 0)]
+    p_need = (timed["prompt_n"] * seconds_per_token(ref, "pp", timed["sent"] - timed["prompt_n"] / 2)).sum()
+    d_need = (timed["predicted_n"] * seconds_per_token(ref, "tg", timed["sent"] + timed["predicted_n"] / 2)).sum()
+    p_took, d_took = timed["prompt_ms"].sum() / 1e3, timed["predicted_ms"].sum() / 1e3
+    rates = "; ".join(f"{t} " + ", ".join(f"{r.rate:.1f} @ d{r.depth}" for r in g.itertuples())
+                      for t, g in ref.groupby("test", sort=False))
+    print(f"\nllama-bench on this machine now (-t {threads}, tok/s): {rates}")
+    print(f"the run's prompt evaluation: {p_took:.0f} s for {int(timed['prompt_n'].sum())} tokens; llama-bench at "
+          f"the same depths {p_need:.0f} s: prompt share {p_need / p_took:.2f}")
+    print(f"the run's decoding: {d_took:.0f} s for {int(timed['predicted_n'].sum())} tokens (per request, the "
+          f"server's own timings); llama-bench at the same depths {d_need:.0f} s: decode share {d_need / d_took:.2f}")
+    # the calls' work at llama-bench's one-sequence rates, against the time in which a call was open
     busy = busy_wall_s(calls)
-    aggregate = calls["out"].sum() / busy if busy else float("nan")
-    pp0, tg0, ppd, tgd = ref["pp", 0], ref["tg", 0], ref["pp", depth], ref["tg", depth]
-    print(f"\nllama-bench on this machine now (-t {threads}): pp512 {pp0:.1f} tok/s, tg128 {tg0:.1f} tok/s from an "
-          f"empty context; at depth {depth} (the run's mean context): pp512 {ppd:.1f}, tg128 {tgd:.1f}")
-    print(f"the run's prompt rate per request {p_rate:.1f} tok/s = {p_rate / pp0:.2f} of pp512, "
-          f"{p_rate / ppd:.2f} of pp512 at depth {depth}")
-    print(f"the run's decode rate per request {d_rate:.1f} tok/s = {d_rate / tg0:.2f} of tg128, {d_rate / tgd:.2f} "
-          f"at depth {depth}; aggregate {aggregate:.1f} output tok/s over {busy:.0f} s with a call open = "
-          f"{aggregate / tg0:.2f} of tg128, {aggregate / tgd:.2f} at depth {depth}")
-    # the calls' work at llama-bench's one-sequence rates at the run's depth, against the time it took the run
-    need = calls["evaluated"].sum() / ppd + calls["out"].sum() / tgd
-    print(f"the calls' work (tokens evaluated, tokens written) at llama-bench's rates at depth {depth}: {need:.0f} s; "
-          f"the run had a call open for {busy:.0f} s: engine share {need / busy:.2f}"
+    need = (calls["evaluated"] * seconds_per_token(ref, "pp", calls["sent"] - calls["evaluated"] / 2)).sum() \
+        + (calls["out"] * seconds_per_token(ref, "tg", calls["sent"] + calls["out"] / 2)).sum()
+    print(f"the calls' work (tokens evaluated, tokens written) at llama-bench's rates: {need:.0f} s; the run had a "
+          f"call open for {busy:.0f} s: engine share {need / busy:.2f}"
           + (f"; that work is {need / snakemake_s:.2f} of the run's {snakemake_s:.0f} s wall" if snakemake_s else ""))
 
 
@@ -185,10 +197,9 @@ def report(logs: Path, snakemake_s: float | None = None, reference: bool = True,
 
         local = load_config(REPO / "config" / "config.yaml").endpoints["local"].local
         threads = threads or local.n_threads  # as the run's server had them
-        depth = run_depth(calls)
-        ref = llama_bench(model_path(local), threads, depth)
-        if ref:
-            engine_shares(calls, ref, threads, depth, snakemake_s)
+        ref = llama_bench(model_path(local), threads)
+        if ref is not None:
+            engine_shares(calls, ref, threads, snakemake_s)
 
 
 def run(seeds: int | None, targets: list[str], keep: Path | None, cores: int, threads: int | None) -> tuple[Path, float]:

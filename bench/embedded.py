@@ -17,7 +17,8 @@ run. Exit code 0 whatever it shows: a benchmark, not a test.
 Then, on the same machine in the same invocation, llama.cpp's own ``llama-bench`` (built beside the engine's
 llama-server) measures the model file at the config's thread count after 0, 1024, 2048 and 3072 tokens already in
 the context (``-d``: a token's attention cost grows with the tokens before it, and the run's prompts are a few
-hundred to 3000 tokens long). Each call's work is priced at llama-bench's rates at that call's own depth, and three
+hundred to 3000 tokens long); with ``--run``, before the run as well (this machine's speed drifts within minutes).
+Each call's work is priced at llama-bench's rates at that call's own depth, and three
 shares are printed, llama-bench's time for the work over the run's: prompt (tokens evaluated, the server's prompt
 time), decode (tokens written, the server's decode time per request) and the engine share (all the calls' work over
 the wall time in which at least one call was open). 1.0 means the run's engine did its work at the speed of
@@ -41,7 +42,7 @@ import pandas as pd
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-COPY = ["Snakefile", "rules", "config", "prompts", "notebooks", "report", "src"]  # + every family's demo data
+COPY = ["Snakefile", "profiles", "rules", "config", "prompts", "notebooks", "report", "src"]  # + every family's demo data
 TARGET = 0.40
 SERVER_LINE = re.compile(r"\[local server\] (?P<how>started|reused) .* in (?P<s>[\d.]+)s")
 
@@ -128,7 +129,7 @@ def engine_shares(calls: pd.DataFrame, ref: pd.DataFrame, threads: int, snakemak
     p_took, d_took = timed["prompt_ms"].sum() / 1e3, timed["predicted_ms"].sum() / 1e3
     rates = "; ".join(f"{t} " + ", ".join(f"{r.rate:.1f} @ d{r.depth}" for r in g.itertuples())
                       for t, g in ref.groupby("test", sort=False))
-    print(f"\nllama-bench on this machine now (-t {threads}, tok/s): {rates}")
+    print(f"llama-bench (-t {threads}, tok/s): {rates}")
     print(f"the run's prompt evaluation: {p_took:.0f} s for {int(timed['prompt_n'].sum())} tokens; llama-bench at "
           f"the same depths {p_need:.0f} s: prompt share {p_need / p_took:.2f}")
     print(f"the run's decoding: {d_took:.0f} s for {int(timed['predicted_n'].sum())} tokens (per request, the "
@@ -166,7 +167,17 @@ def summary(calls: pd.DataFrame, starts: pd.DataFrame) -> pd.DataFrame:
     return table[cols]
 
 
-def report(logs: Path, snakemake_s: float | None = None, reference: bool = True, threads: int | None = None) -> None:
+def local_engine(threads: int | None) -> tuple[Path, int]:
+    """The default config's model file and llama.cpp thread count (`threads` where given), as the run's server had them."""
+    from aura.config import load_config
+    from aura.llm.local_server import model_path
+
+    local = load_config(REPO / "config" / "config.yaml").endpoints["local"].local
+    return model_path(local), threads or local.n_threads
+
+
+def report(logs: Path, snakemake_s: float | None = None, reference: bool = True, threads: int | None = None,
+           before: pd.DataFrame | None = None) -> None:
     calls, starts = calls_table(logs), starts_table(logs)
     if calls.empty:
         print(f"no model calls logged under {logs} (all cache hits, or not a run's logs)")
@@ -192,14 +203,17 @@ def report(logs: Path, snakemake_s: float | None = None, reference: bool = True,
           f"{tot['start_s']:.1f}s spent getting a server"
           + (f"; Snakemake wall {snakemake_s:.0f}s" if snakemake_s else ""))
     if reference and calls["predicted_ms"].sum() and calls["prompt_ms"].sum():
-        from aura.config import load_config
-        from aura.llm.local_server import model_path
-
-        local = load_config(REPO / "config" / "config.yaml").endpoints["local"].local
-        threads = threads or local.n_threads  # as the run's server had them
-        ref = llama_bench(model_path(local), threads)
-        if ref is not None:
-            engine_shares(calls, ref, threads, snakemake_s)
+        model, threads = local_engine(threads)
+        after = llama_bench(model, threads)
+        # this machine's speed drifts by 10-30% within minutes: with a reference from before the run as well, the
+        # shares are given against each and against their mean
+        refs = {"after the run": after, "before the run": before}
+        if after is not None and before is not None:
+            refs["the mean of both"] = after.assign(rate=2 / (1 / after["rate"] + 1 / before["rate"].to_numpy()))
+        for when, ref in refs.items():
+            if ref is not None:
+                print(f"\n--- against llama-bench {when}")
+                engine_shares(calls, ref, threads, snakemake_s)
 
 
 def run(seeds: int | None, targets: list[str], keep: Path | None, cores: int, threads: int | None) -> tuple[Path, float]:
@@ -244,8 +258,9 @@ def main() -> None:
     ap.add_argument("--no-llama-bench", action="store_true", help="skip the llama-bench reference rates")
     args = ap.parse_args()
     if args.run:
+        before = None if args.no_llama_bench else llama_bench(*local_engine(args.threads))
         logs, wall = run(args.seeds, args.targets, args.keep, args.cores, args.threads)
-        report(logs, wall, not args.no_llama_bench, args.threads)
+        report(logs, wall, not args.no_llama_bench, args.threads, before)
     else:
         report(args.logs or REPO / "logs", args.wall, reference=not args.no_llama_bench)
 

@@ -72,12 +72,12 @@ def make_config(server, tmp_path):
 
 
 def workflow_files() -> list[str]:
-    """What a copy of the workflow needs, relative to the repository: the Snakefile, the shared schema and
-    LLM-layer prompts, and each family's folders (rules, prompts, notebooks, captions, demo data) that lie
+    """What a copy of the workflow needs, relative to the repository: the Snakefile and its workflow profile, the
+    shared schema and LLM-layer prompts, and each family's folders (rules, prompts, notebooks, captions, demo data) that lie
     in this repository (a family installed from elsewhere carries its own)."""
     from aura.families import all_families
 
-    files = ["Snakefile", "config/schema.yaml", "prompts/llm"]
+    files = ["Snakefile", "profiles", "config/schema.yaml", "prompts/llm"]
     for family in all_families():
         for folder in (family.rules_dir, family.prompts_dir, family.notebooks_dir, family.report_dir,
                        *family.demo_data):

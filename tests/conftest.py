@@ -86,6 +86,13 @@ def workflow_files() -> list[str]:
     return files
 
 
+def printed_lines(out) -> list[str]:
+    """The non-blank lines a Snakemake run printed (stdout, then stderr), less Snakemake's banner naming the workflow
+    profile it read (`profiles/default`, which every run of the workflow reads): what a user reads of an error."""
+    return [ln for ln in (out.stdout + out.stderr).splitlines()
+            if ln.strip() and not ln.startswith("Using workflow specific profile")]
+
+
 def rebuilt_outputs(workdir: Path, folders) -> dict[str, object]:
     """Every file under ``workdir/<folder>``: its bytes, or for a provenance sidecar its JSON without the `run`
     field (time, host, folder, process), which is what two builds of one output must agree on."""

@@ -35,7 +35,7 @@ from aura.config import validate_config
 from aura.estimate import estimate
 from aura.families.lpsbench.estimate import growing
 from aura.pipeline.layout import layout
-from conftest import REPO, base_config, copy_workflow, rebuilt_outputs
+from conftest import REPO, base_config, copy_workflow, printed_lines, rebuilt_outputs
 
 AGENT, EMU, USER, EVAL = "fake-model", "emu-model", "user-model", "eval-model"
 S = {"type": "string"}
@@ -164,7 +164,7 @@ def test_generation_on_adds_its_jobs_and_an_unknown_model_stops_in_one_line(tmp_
     write_config(tmp_path, raw)
     out = snakemake(tmp_path, "all", "-n", check=False)
     assert out.returncode != 0
-    (line,) = [ln for ln in (out.stdout + out.stderr).splitlines() if ln.strip()]  # one line: file and key
+    (line,) = printed_lines(out)  # one line: file and key
     assert line == f"error: {tmp_path / 'config' / 'test.yaml'}: lpsbench.evaluator: unknown model 'nobody' (not under models:)"
 
 

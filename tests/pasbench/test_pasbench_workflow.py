@@ -26,7 +26,7 @@ import yaml
 import aura.families.pasbench as PB
 import scripted
 from aura.pipeline.layout import layout
-from conftest import REPO, base_config, copy_workflow
+from conftest import REPO, base_config, copy_workflow, printed_lines
 
 N = 2
 
@@ -102,7 +102,7 @@ def test_an_unknown_pasbench_model_stops_the_workflow_with_one_line(tmp_path):
     out = snakemake(tmp_path, "all", "-n", check=False)
     assert out.returncode != 0
     # one line naming the config file and the key (the family's check runs with the schema's)
-    (line,) = [ln for ln in (out.stdout + out.stderr).splitlines() if ln.strip()]
+    (line,) = printed_lines(out)
     assert line == f"error: {tmp_path / 'config' / 'test.yaml'}: pasbench.judge: unknown model 'nobody' (not under models:)", line
 
 

@@ -42,7 +42,8 @@ import pandas as pd
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-COPY = ["Snakefile", "profiles", "rules", "config", "prompts", "notebooks", "report", "src"]  # + every family's demo data
+# + every family's demo data
+COPY = ["Snakefile", "profiles", "rules", "config", "prompts", "notebooks", "report", "src"]
 TARGET = 0.40
 SERVER_LINE = re.compile(r"\[local server\] (?P<how>started|reused) .* in (?P<s>[\d.]+)s")
 
@@ -118,14 +119,20 @@ def seconds_per_token(ref: pd.DataFrame, test: str, at: pd.Series) -> np.ndarray
     return np.interp(at.to_numpy(dtype=float), points["at"].to_numpy(), 1.0 / points["rate"].to_numpy())
 
 
+def bench_seconds(ref: pd.DataFrame, sent: pd.Series, evaluated: pd.Series, written: pd.Series) -> tuple[float, float]:
+    """llama-bench's time for calls' work, each call at its own depth: its `evaluated` prompt tokens at the mean
+    position they were evaluated at (after the reused prefix of its `sent` tokens), its `written` tokens at the mean
+    position they were written at. Returns (prompt seconds, decode seconds)."""
+    prompt = (evaluated * seconds_per_token(ref, "pp", sent - evaluated / 2)).sum()
+    decode = (written * seconds_per_token(ref, "tg", sent + written / 2)).sum()
+    return float(prompt), float(decode)
+
+
 def engine_shares(calls: pd.DataFrame, ref: pd.DataFrame, threads: int, snakemake_s: float | None) -> None:
-    """The run's engine against llama-bench on the same machine, each call priced at its own context depth: its
-    prompt tokens evaluated at the mean position they were evaluated at (after the reused prefix), its output tokens
-    at the mean position they were written at. Shares: llama-bench's time for the work over the run's time for it
-    (1.0: llama.cpp's benchmark speed)."""
+    """The run's engine against llama-bench on the same machine (`bench_seconds`). Shares: llama-bench's time for
+    the work over the run's time for it (1.0: llama.cpp's benchmark speed)."""
     timed = calls[(calls["prompt_ms"] > 0) | (calls["predicted_ms"] > 0)]
-    p_need = (timed["prompt_n"] * seconds_per_token(ref, "pp", timed["sent"] - timed["prompt_n"] / 2)).sum()
-    d_need = (timed["predicted_n"] * seconds_per_token(ref, "tg", timed["sent"] + timed["predicted_n"] / 2)).sum()
+    p_need, d_need = bench_seconds(ref, timed["sent"], timed["prompt_n"], timed["predicted_n"])
     p_took, d_took = timed["prompt_ms"].sum() / 1e3, timed["predicted_ms"].sum() / 1e3
     rates = "; ".join(f"{t} " + ", ".join(f"{r.rate:.1f} @ d{r.depth}" for r in g.itertuples())
                       for t, g in ref.groupby("test", sort=False))
@@ -134,10 +141,9 @@ def engine_shares(calls: pd.DataFrame, ref: pd.DataFrame, threads: int, snakemak
           f"the same depths {p_need:.0f} s: prompt share {p_need / p_took:.2f}")
     print(f"the run's decoding: {d_took:.0f} s for {int(timed['predicted_n'].sum())} tokens (per request, the "
           f"server's own timings); llama-bench at the same depths {d_need:.0f} s: decode share {d_need / d_took:.2f}")
-    # the calls' work at llama-bench's one-sequence rates, against the time in which a call was open
+    # all the calls' work (the client's token counts), against the time in which a call was open
     busy = busy_wall_s(calls)
-    need = (calls["evaluated"] * seconds_per_token(ref, "pp", calls["sent"] - calls["evaluated"] / 2)).sum() \
-        + (calls["out"] * seconds_per_token(ref, "tg", calls["sent"] + calls["out"] / 2)).sum()
+    need = sum(bench_seconds(ref, calls["sent"], calls["evaluated"], calls["out"]))
     print(f"the calls' work (tokens evaluated, tokens written) at llama-bench's rates: {need:.0f} s; the run had a "
           f"call open for {busy:.0f} s: engine share {need / busy:.2f}"
           + (f"; that work is {need / snakemake_s:.2f} of the run's {snakemake_s:.0f} s wall" if snakemake_s else ""))
@@ -168,7 +174,8 @@ def summary(calls: pd.DataFrame, starts: pd.DataFrame) -> pd.DataFrame:
 
 
 def local_engine(threads: int | None) -> tuple[Path, int]:
-    """The default config's model file and llama.cpp thread count (`threads` where given), as the run's server had them."""
+    """The default config's model file and llama.cpp thread count (`threads` where given), as the run's server
+    had them."""
     from aura.config import load_config
     from aura.llm.local_server import model_path
 

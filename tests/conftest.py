@@ -73,8 +73,8 @@ def make_config(server, tmp_path):
 
 def workflow_files() -> list[str]:
     """What a copy of the workflow needs, relative to the repository: the Snakefile and its workflow profile, the
-    shared schema and LLM-layer prompts, and each family's folders (rules, prompts, notebooks, captions, demo data) that lie
-    in this repository (a family installed from elsewhere carries its own)."""
+    shared schema and LLM-layer prompts, and each family's folders (rules, prompts, notebooks, captions, demo data)
+    that lie in this repository (a family installed from elsewhere carries its own)."""
     from aura.families import all_families
 
     files = ["Snakefile", "profiles", "config/schema.yaml", "prompts/llm"]
@@ -87,8 +87,8 @@ def workflow_files() -> list[str]:
 
 
 def printed_lines(out) -> list[str]:
-    """The non-blank lines a Snakemake run printed (stdout, then stderr), less Snakemake's banner naming the workflow
-    profile it read (`profiles/default`, which every run of the workflow reads): what a user reads of an error."""
+    """The non-blank lines a Snakemake run printed (stdout, then stderr), less Snakemake's own banner naming the
+    workflow profile it read (`profiles/default`, read by every run of the workflow)."""
     return [ln for ln in (out.stdout + out.stderr).splitlines()
             if ln.strip() and not ln.startswith("Using workflow specific profile")]
 

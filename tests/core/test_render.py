@@ -115,12 +115,10 @@ def test_an_unknown_kernel_is_refused(tmp_path):
 
 
 def test_a_render_runs_below_the_model_calls_cpu_priority():
-    # nice 19 (tests before this one may have rendered in pytest's own process, which it inherits)
-    code = ("import os; from aura.pipeline.render import yield_the_cpu; before = os.nice(0); "
-            "yield_the_cpu(); print(before, os.nice(0))")
-    before, after = map(int, subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                            check=True).stdout.split())
-    assert after == 19
+    # nice 19, the lowest priority, whatever the process had (pytest's own may be reniced by in-process renders)
+    code = "import os; from aura.pipeline.render import yield_the_cpu; yield_the_cpu(); print(os.nice(0))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["19"]
 
 
 def test_an_in_process_render_leaves_no_ipython_shell_behind(tmp_path):

@@ -16,10 +16,11 @@ environment variable ``AURA_LLAMA_SERVER`` names another llama-server binary (e.
 Answer schemas as grammars (``structured_output: gbnf_schema``, `schema_grammar`): llama-server turns a
 ``response_format`` schema into a grammar that lets JSON spread over lines with indentation, and a small model then
 writes pretty-printed JSON, newline and indentation tokens included (in the default run, relevance answers of 240-300
-tokens that list one code per indented line, where the compact grammar gets `{ "relevant": [] }`). The Python engine's converter (``llama_cpp/llama_grammar.py``, the same sdist) allows single
-spaces only. The bootstrap installs that one pure-Python file beside the binaries
-(``<venv>/llama.cpp/python/llama_grammar.py``, from the sdist whose sha256 it checked), and the client sends its
-grammar in the request's ``grammar`` field, so both engines constrain answers alike.
+tokens that list one code per indented line, where the compact grammar gets `{ "relevant": [] }`). The Python
+engine's converter (``llama_cpp/llama_grammar.py``, the same sdist) allows single spaces only. The bootstrap
+installs that one pure-Python file beside the binaries (``<venv>/llama.cpp/python/llama_grammar.py``, from the sdist
+whose sha256 it checked), and the client sends its grammar in the request's ``grammar`` field, so both engines
+constrain answers alike.
 """
 from __future__ import annotations
 

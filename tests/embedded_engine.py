@@ -1,11 +1,13 @@
-"""Questions for the real embedded engine (llama.cpp's llama-server), asked over its HTTP API: how many tokens a
-conversation takes in the model's context, and whether the engine accepts a JSON schema as an answer constraint.
+"""Questions for the real embedded engine (llama.cpp's server: the xllamacpp wheel or the compiled llama-server),
+asked over its HTTP API: how many tokens a conversation takes in the model's context, and whether the engine
+accepts a JSON schema as an answer constraint.
 
     with EmbeddedEngine() as engine:
         engine.prompt_tokens(messages); engine.accepts_schema(schema)
 
-Tests that use it skip when this environment's engine is not llama-server (the bootstrap's fallback), unless
-AURA_REQUIRE_LLAMA_SERVER=1 (CI sets it): then they fail."""
+Tests that use it skip when this environment's engine is llama-cpp-python's server (the bootstrap's last resort).
+AURA_REQUIRE_ENGINE=<engine> (CI sets xllamacpp, the engine a user's bootstrap installs) makes them fail instead,
+and fail on any other engine."""
 from __future__ import annotations
 
 import json
@@ -16,15 +18,18 @@ import urllib.request
 import pytest
 
 from aura.config import load_config
-from aura.llm.llama_engine import schema_grammar
+from aura.llm.llama_engine import SERVER_ENGINES, schema_grammar
 from aura.llm.local_server import LocalServer
 from conftest import REPO
 
 
+REQUIRED = os.environ.get("AURA_REQUIRE_ENGINE")  # the engine this environment must have (CI: xllamacpp)
+
+
 def not_here(reason: str) -> None:
-    """Skip a test that needs llama-server, or fail it where the environment must have it."""
-    if os.environ.get("AURA_REQUIRE_LLAMA_SERVER") == "1":
-        pytest.fail(f"{reason} (AURA_REQUIRE_LLAMA_SERVER=1; see .venv/llama.cpp-build.log)")
+    """Skip a test that needs llama.cpp's server, or fail it where the environment must have it."""
+    if REQUIRED:
+        pytest.fail(f"{reason} (AURA_REQUIRE_ENGINE={REQUIRED}; the bootstrap's last line says which it installed)")
     pytest.skip(reason)
 
 
@@ -32,8 +37,8 @@ class EmbeddedEngine:
     def __init__(self):
         self.cfg = load_config(REPO / "config/config.yaml")
         self.server = LocalServer(self.cfg.endpoints["local"].local)
-        if self.server.engine != "llama-server":
-            not_here(f"the embedded engine here is {self.server.engine}, not llama-server")
+        if self.server.engine not in SERVER_ENGINES or (REQUIRED and self.server.engine != REQUIRED):
+            not_here(f"the embedded engine here is {self.server.engine}")
 
     def __enter__(self) -> "EmbeddedEngine":
         self.server.start()
@@ -67,9 +72,9 @@ class EmbeddedEngine:
 
     def accepts_schema(self, schema: dict) -> str | None:
         """None when the server takes `schema` as a constraint on an answer (one token generated), else its error:
-        as the default config's local endpoint sends it (gbnf_schema: the converter's grammar)."""
+        as the default config's local endpoint sends it (gbnf_schema: the engine's compact grammar)."""
         if self.cfg.endpoints["local"].structured_output == "gbnf_schema":
-            constraint = {"grammar": schema_grammar(schema)}
+            constraint = {"grammar": schema_grammar(schema, self.server.engine)}
         else:
             constraint = {"response_format": {"type": "json_object", "schema": schema}}
         status, body = self._post("/v1/chat/completions", {

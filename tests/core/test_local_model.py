@@ -30,6 +30,22 @@ def test_model_file_ships_in_package(cfg):
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.stat().st_size > 50_000_000
 
 
+def test_the_engine_is_the_one_this_environment_requires(cfg):
+    """CI requires the engine a user's bootstrap installs (AURA_REQUIRE_ENGINE=xllamacpp), with its pinned version
+    in provenance."""
+    import os
+
+    from aura.llm.llama_engine import resolve
+    from aura.provenance import package_versions
+
+    required = os.environ.get("AURA_REQUIRE_ENGINE")
+    if not required:
+        pytest.skip("AURA_REQUIRE_ENGINE is not set")
+    assert resolve(cfg.endpoints["local"].local) == required
+    if required == "xllamacpp":
+        assert package_versions()["xllamacpp"] == "2026.10.11549"
+
+
 def test_server_starts_answers_and_stops(cfg):
     server = LocalServer(cfg.endpoints["local"].local).start()
     try:
@@ -83,8 +99,8 @@ def test_schema_valid_structured_answer_through_the_layer(cfg, tmp_path):
     assert not server.running(), "server stops when the client context ends"
     assert res.status == "ok", (res.error, res.text)
     jsonschema.validate(res.parsed, schema)
-    # gbnf_schema (the default config): compact JSON; llama-server's own schema grammar lets the model spread it
-    # over lines with indentation
+    # gbnf_schema (the default config): compact JSON; llama.cpp's own response_format grammar lets the model spread
+    # it over lines with indentation
     assert "\n" not in res.text and "  " not in res.text, res.text
     assert res.calls[0].tokens_in > 20 and res.calls[0].tokens_out > 0
     # deterministic and cached: a second run is a hit and starts no new answer
@@ -129,7 +145,7 @@ def test_server_reports_the_prefix_it_reused(cfg, tmp_path):
     # what differs: the item digit onwards, the end of the user turn and the assistant header (~12 tokens)
     assert 0 < second.timings["prompt_n"] <= 20 < second.tokens_cached
     assert second.timings["predicted_n"] <= 4 and second.timings["prompt_ms"] > 0
-    if "total_ms" in second.timings:  # the Python engine's whole-request time (llama-server reports no such field)
+    if "total_ms" in second.timings:  # the Python engine's whole-request time (llama.cpp's server reports no such field)
         assert second.timings["total_ms"] >= second.timings["prompt_ms"]
 
 

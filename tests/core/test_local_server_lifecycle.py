@@ -41,7 +41,7 @@ def job(registry, mode: str, then: str, run_pid: int | None = None):
     proc = subprocess.Popen([sys.executable, "-c", JOB, str(REPO / "config/config.yaml"), str(registry), mode, then],
                             stdout=subprocess.PIPE, text=True, env=env)
     info = json.loads(proc.stdout.readline())
-    info["tree"] = tree(info["pid"])  # the server process and what it runs (llama-server under its lease keeper)
+    info["tree"] = tree(info["pid"])  # the server process and what it runs (a compiled llama-server under its keeper)
     return proc, info
 
 
@@ -133,7 +133,7 @@ def test_a_job_stopped_while_its_server_starts_leaves_no_server(tmp_path, run_pr
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     pid = json.loads(proc.stdout.readline())["pid"]
     assert alive(pid)
-    time.sleep(1.0)  # the lease keeper has started llama-server by now
+    time.sleep(1.0)  # the server process is loading the engine by now
     procs = tree(pid)
     proc.send_signal(signal.SIGTERM)  # as Snakemake stops a job
     proc.wait(30)
@@ -148,19 +148,27 @@ def test_last_job_out_stops_the_server_when_no_run_holds_it(tmp_path):
 
 
 def test_the_engine_dies_with_its_lease_keeper(tmp_path):
-    # llama-server runs under a small lease-keeping process; a SIGKILL of that process takes the binary with it
+    # the compiled llama-server runs under a small lease-keeping process, the wheel's server on threads of its
+    # server process: either way a SIGKILL of that process leaves no engine and no open port
     proc, info = job(tmp_path / "servers", "private", "stay")
     try:
-        if len(info["tree"]) < 2:
-            from embedded_engine import not_here
-
-            not_here("this engine runs in the server process itself (no separate binary)")
         assert all(alive(p) for p in info["tree"])
+        assert answers(info["port"])
         os.kill(info["pid"], signal.SIGKILL)
-        assert gone(info["tree"]), "llama-server outlived its SIGKILLed lease keeper"
+        assert gone(info["tree"]), "the engine outlived its SIGKILLed server process"
+        assert not answers(info["port"]), "the engine's port is still served"
     finally:
         proc.kill()
         proc.wait()
+
+
+def answers(port: int) -> bool:
+    """Something accepts connections on the port (127.0.0.1)."""
+    import socket
+
+    with socket.socket() as s:
+        s.settimeout(2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def test_shared_servers_are_keyed_by_their_settings():

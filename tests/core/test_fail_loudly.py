@@ -202,7 +202,7 @@ FAULTS = [
     {"status": 429, "retry_after": 0.05},
     {"status": 500},
     {"status": 503},
-    {"hang": True},  # past the 0.5 s timeout
+    {"hang": True},  # past the client's timeout
     {"empty_choices": True},
     {"malformed_body": True},  # a 200 whose body is cut off
     {"match": {"response_format_type": "json_schema"}, "content": "Sorry, I cannot answer in JSON."},
@@ -221,7 +221,9 @@ def fault_rules() -> list[dict]:
 
 def test_fault_injection_chain_completes_and_rerun_repays_nothing(job, server, tmp_path, capsys):
     n = 40
-    cfg = job(n_items=n, llm={"max_failed_share": 0.2}, timeout_s=0.5, max_tries=6, max_concurrency=8,
+    # timeout 2 s: a hang still times out, and on a loaded machine (parallel test workers) an answered request does
+    # not (with 0.5 s, an attempt could time out before the server had even read it: one attempt more than requests)
+    cfg = job(n_items=n, llm={"max_failed_share": 0.2}, timeout_s=2.0, max_tries=6, max_concurrency=8,
               backoff_base_s=0.01, backoff_max_s=0.05)
     server.set_rules(fault_rules())
     assert main(rollout_args(cfg, tmp_path)) == 0

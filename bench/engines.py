@@ -57,8 +57,8 @@ def send(server, body: dict) -> dict:
     body = {"model": "local", "temperature": 0.0, "seed": 1, "cache_prompt": False, **body}
     if body.pop("schema", False):
         body["grammar"] = schema_grammar(SCHEMA, server.engine)
-    req = urllib.request.Request(server.base_url + "/chat/completions", data=json.dumps(body).encode(),
-                                 headers={"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"})
+    headers = {"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"}
+    req = urllib.request.Request(server.base_url + "/chat/completions", data=json.dumps(body).encode(), headers=headers)
     t0 = time.monotonic()
     with urllib.request.urlopen(req, timeout=600) as r:
         answer = json.loads(r.read())
@@ -110,7 +110,7 @@ def main() -> None:
     print("engines:", versions())
     calls = same_requests(args.rounds)
     print(f"\n--- the same {len(calls) // len(ENGINES)} requests on each engine ({args.rounds} rounds, alternating)")
-    with pd.option_context("display.width", 200, "display.float_format", "{:.1f}".format):
+    with pd.option_context("display.width", 200, "display.max_columns", 10, "display.float_format", "{:.1f}".format):
         print(rates(calls))
     a, b = rates(calls).loc["xllamacpp"], rates(calls).loc["llama-server"]
     print(f"xllamacpp / llama-server: prompt {a.prompt_tok_s / b.prompt_tok_s:.2f}, decode "

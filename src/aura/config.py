@@ -34,7 +34,8 @@ class LocalServerConfig(BaseModel):
     shared: bool = True  # one server per endpoint settings, shared by jobs (see llm.local_server)
     prompt_cache_mb: int = 0  # llama.cpp RAM cache of earlier prompts' KV states (0 = off)
     model_sha256: str | None = None  # the GGUF file's sha256, checked before a server loads it (None: not checked)
-    engine: Literal["auto", "xllamacpp", "llama-server", "llama-cpp-python"] = "auto"  # what serves it (llm.llama_engine)
+    # what serves it (llm.llama_engine)
+    engine: Literal["auto", "xllamacpp", "llama-server", "llama-cpp-python"] = "auto"
     slots: int = 1  # requests llama-server answers at once (continuous batching); the Python engine answers one
 
 

@@ -145,7 +145,7 @@ def test_server_reports_the_prefix_it_reused(cfg, tmp_path):
     # what differs: the item digit onwards, the end of the user turn and the assistant header (~12 tokens)
     assert 0 < second.timings["prompt_n"] <= 20 < second.tokens_cached
     assert second.timings["predicted_n"] <= 4 and second.timings["prompt_ms"] > 0
-    if "total_ms" in second.timings:  # the Python engine's whole-request time (llama.cpp's server reports no such field)
+    if "total_ms" in second.timings:  # the Python engine's whole-request time (llama.cpp's server has no such field)
         assert second.timings["total_ms"] >= second.timings["prompt_ms"]
 
 

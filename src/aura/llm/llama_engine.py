@@ -87,7 +87,8 @@ def resolve(cfg: LocalServerConfig) -> str:
     have_binary = server_binary() is not None
     have_python = importlib.util.find_spec("llama_cpp") is not None
     if cfg.engine == "xllamacpp" and not have_wheel():
-        raise EngineError("local.engine xllamacpp: the package is not installed (bash scripts/bootstrap.sh installs it)")
+        raise EngineError("local.engine xllamacpp: the package is not installed "
+                          "(bash scripts/bootstrap.sh installs it)")
     if cfg.engine == "llama-server" and not have_binary:
         raise EngineError(f"local.engine llama-server: no binary at {install_dir() / 'bin' / 'llama-server'} "
                           f"(AURA_LLAMA_BUILD=source bash scripts/bootstrap.sh builds it; or set {BINARY_ENV})")
@@ -108,8 +109,13 @@ def resolve(cfg: LocalServerConfig) -> str:
 
 @functools.cache
 def _schema_converter():
-    """llama-cpp-python's JSON-schema-to-GBNF converter: the file the build installed, else the package's."""
+    """llama-cpp-python's JSON-schema-to-GBNF converter: the file the build installed (in this environment's build,
+    or beside the build AURA_LLAMA_SERVER names: <build>/bin/llama-server, <build>/python/llama_grammar.py), else
+    the package's."""
     path = install_dir() / "python" / "llama_grammar.py"
+    named = server_binary()
+    if not path.is_file() and named is not None and (named.parent.parent / "python" / path.name).is_file():
+        path = named.parent.parent / "python" / path.name
     if path.is_file():
         spec = importlib.util.spec_from_file_location("aura_llama_grammar", path)
         module = importlib.util.module_from_spec(spec)

@@ -5,9 +5,10 @@ so the default run needs no key, no download and no internet.
 
 Lifetime: a server lives exactly as long as some process holds a *lease* on it. A lease is a
 file ``leases/<pid>-<start time>`` in the server's folder; the server process (the prebuilt wheel's
-``xllamacpp_process``, the lease keeper around llama.cpp's compiled binary, ``llama_binary_process``, or the
-Python engine's ``llama_server_process``; which one: ``llama_engine``) checks them a few times a second and exits once every holder is gone, so a killed job
-(SIGKILL, timeout) or a killed Snakemake run never leaves a server behind.
+``xllamacpp_process``, the lease keeper around llama.cpp's compiled binary, ``llama_binary_process``, or
+the Python engine's ``llama_server_process``; which one: ``llama_engine``) checks them a few times a
+second and exits once every holder is gone, so a killed job (SIGKILL, timeout) or a killed Snakemake run
+never leaves a server behind.
 
 * ``shared: true`` (default): one server per endpoint settings and cache folder, shared by jobs.
   The first job that needs it starts it; its port, token and pid are in ``server.json`` next to

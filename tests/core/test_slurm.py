@@ -168,8 +168,10 @@ def runs(cluster, fake, tmp_path_factory):
     code_before = _code_fingerprint()
     local_run = _snakemake(local, "--cores", "2")
     slurm_run = _snakemake(on_slurm, "--profile", str(REPO / "config" / "profiles" / "slurm"), *TOY_CLUSTER)
-    log = _finish(slurm_run, 600)
-    _finish(local_run, 600)
+    # 1200 s: on a 2-core machine busy with the other test workers the SLURM run took 361-477 s, and past 600 s once
+    # with a default run beside the suite (its construction group alone 9 min)
+    log = _finish(slurm_run, 1200)
+    _finish(local_run, 1200)
     yield on_slurm, local, log, _code_fingerprint() != code_before
     fake.reset()
 

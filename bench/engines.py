@@ -110,9 +110,10 @@ def main() -> None:
     print("engines:", versions())
     calls = same_requests(args.rounds)
     print(f"\n--- the same {len(calls) // len(ENGINES)} requests on each engine ({args.rounds} rounds, alternating)")
+    table = rates(calls)
     with pd.option_context("display.width", 200, "display.max_columns", 10, "display.float_format", "{:.1f}".format):
-        print(rates(calls))
-    a, b = rates(calls).loc["xllamacpp"], rates(calls).loc["llama-server"]
+        print(table)
+    a, b = table.loc["xllamacpp"], table.loc["llama-server"]
     print(f"xllamacpp / llama-server: prompt {a.prompt_tok_s / b.prompt_tok_s:.2f}, decode "
           f"{a.decode_tok_s / b.decode_tok_s:.2f}, wall {a.wall_s / b.wall_s:.2f} (lower wall is faster)")
     if args.run:

@@ -18,7 +18,8 @@ fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 
 # uv (one wheel from PyPI) installs the ~250 packages with parallel downloads and unpacking, where pip takes them
-# one at a time (docs/measurements.md); where uv cannot be had or fails, pip does the same install.
+# one at a time (docs/measurements.md); where uv cannot be had or fails, pip does the same install
+# (AURA_BOOTSTRAP_PIP=1 makes pip do it from the start).
 pip_install() {
   if [ -z "${AURA_BOOTSTRAP_PIP:-}" ] && .venv/bin/python -m uv --version >/dev/null 2>&1; then
     .venv/bin/python -m uv pip install --quiet --python .venv/bin/python "$@" && return 0

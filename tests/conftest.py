@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+from collections import Counter
 import shutil
 import sys
 from pathlib import Path
@@ -31,7 +32,7 @@ FIRST = "core/test_slurm.py"
 def pytest_collection_modifyitems(items):
     root = Path(__file__).parent
     modules = [Path(str(item.fspath)).relative_to(root).as_posix() for item in items]
-    count = {m: modules.count(m) for m in set(modules)}
+    count = Counter(modules)
     order = {id(item): (m != FIRST, -count[m]) for item, m in zip(items, modules)}
     items.sort(key=lambda item: order[id(item)])  # stable: collection order among equals and within a module
 

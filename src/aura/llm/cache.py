@@ -8,13 +8,20 @@ are stored (the caller decides; errors and timeouts never reach the cache), each
 arrives, so a job killed mid-stage has paid for nothing its rerun asks again. An entry that is
 unreadable, cut short or not a whole response is a miss (and is overwritten by the next answer).
 
-Each Cache object lists the folder once, on first lookup, and answers misses from that listing
-without touching the disk: a failed open per call cost the layer ~15% of its throughput
-(bench/llm_throughput.py). Entries another job writes after the listing are not seen by this
-job; the worst case is one repeated call, never a wrong answer.
+Each Cache object lists the folder once, on first lookup, and answers hits from that listing: a
+failed open per call cost the layer ~15% of its throughput (bench/llm_throughput.py). A miss is
+not sent on the listing's word: the sender first claims the key (:meth:`Cache.claim`, a lock file
+held with ``flock`` beside the entry, so jobs and runs that share the folder agree on who sends)
+and reads the disk again under the claim; an answer another job stored after the listing is used
+there, and a request is paid once across jobs and runs. The kernel drops a dead holder's lock, so
+a killed job never leaves a key claimed.
 """
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import errno
+import fcntl
 import itertools
 import json
 import os
@@ -121,11 +128,7 @@ class Cache:
         """
         if not self.enabled:
             return entry
-        sub = key[:2]
-        if sub not in self._dirs:
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
-            self._dirs.add(sub)
-        base = f"{self.root}/{sub}/"
+        base = f"{self.root}/{self._subdir(key)}/"
         tmp, final = f"{base}.{key}.{os.getpid()}.{next(self._tmp_seq)}.tmp", f"{base}{key}.json"
         data = json.dumps(entry, ensure_ascii=False).encode("utf-8")
         stored = entry
@@ -152,6 +155,56 @@ class Cache:
                 pass
         self._index().add(key)
         return stored
+
+    @contextlib.asynccontextmanager
+    async def claim(self, key: str, poll_s: float = 0.02, max_poll_s: float = 0.5):
+        """Hold ``key``'s send claim, shared by every process on this folder; yields the whole entry stored
+        meanwhile (read from disk under the claim: another job's answer), else None and the caller sends.
+
+        The claim is an exclusive ``flock`` on ``.<key>.lock`` beside the entry, polled (never blocking the event
+        loop) with backoff from ``poll_s`` to ``max_poll_s``. The holder removes the file before it lets go; a
+        waiter that locked a file already removed locks again (the inode check), so two never hold one key. A
+        file system without flock (some network mounts) claims nothing: the entry is still read again.
+        """
+        if not self.enabled:
+            yield None
+            return
+        self._subdir(key)
+        lock, wait = f"{self.root}/{key[:2]}/.{key}.lock", poll_s
+        fd = None
+        while fd is None:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if os.fstat(fd).st_ino != os.stat(lock).st_ino:  # the holder before removed it: lock anew
+                    raise BlockingIOError
+            except (BlockingIOError, FileNotFoundError):
+                os.close(fd)
+                fd = None
+                await asyncio.sleep(wait)
+                wait = min(wait * 2, max_poll_s)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
+                    os.close(fd)
+                    raise
+                break  # no flock here: unclaimed, as before claims existed
+        try:
+            entry = self._read(key)
+            if entry is not None:
+                self._index().add(key)
+            yield entry
+        finally:
+            if fd is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(lock)
+                os.close(fd)
+
+    def _subdir(self, key: str) -> str:
+        sub = key[:2]
+        if sub not in self._dirs:
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+            self._dirs.add(sub)
+        return sub
 
     def _read(self, key: str) -> dict | None:
         """The whole entry stored under ``key`` on disk, or None (absent, unreadable, partial)."""

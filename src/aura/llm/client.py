@@ -213,13 +213,18 @@ class LLMClient:
             self._item_done("failed", req, hit)
             return result
         if hit is not None and "images" in hit["response"]:
-            rec.cache_hit, rec.finish_reason = True, hit["response"]["finish_reason"]
-            self.acc.add_call(rec)
-            result.status, result.images = "ok", [base64.b64decode(b) for b in hit["response"]["images"]]
-            self._item_done("ok", req)
-            return result
-        with self._sending(key) as answered:
+            return self._images_from_cache(rec, result, req, hit)
+        async with self._sending(key) as (answered, stored):
+            if stored is not None and "images" in stored["response"]:
+                return self._images_from_cache(rec, result, req, stored)
             return await self._one_image_live(rec, result, model, ep, req, params, image_sha, key, answered)
+
+    def _images_from_cache(self, rec: CallRecord, result: ImageResult, req: ImageRequest, hit: dict) -> ImageResult:
+        rec.cache_hit, rec.finish_reason = True, hit["response"]["finish_reason"]
+        self.acc.add_call(rec)
+        result.status, result.images = "ok", [base64.b64decode(b) for b in hit["response"]["images"]]
+        self._item_done("ok", req)
+        return result
 
     async def _one_image_live(self, rec: CallRecord, result: ImageResult, model: Model, ep: Endpoint,
                               req: ImageRequest, params: dict, image_sha: str | None, key: str,
@@ -420,23 +425,29 @@ class LLMClient:
             rec.status, rec.error = "failed", hit
             return rec, None, None
         if hit is not None:
-            resp = hit["response"]
-            rec.cache_hit = True
-            if key in self._batch_answered:  # the batch's own record holds this answer's tokens and cost
-                self._batch_answered.discard(key)
-            else:
-                rec.tokens_in, rec.tokens_out = resp["usage"]["prompt_tokens"], resp["usage"]["completion_tokens"]
-                rec.tokens_reasoning = resp["usage"].get("reasoning_tokens")
-            rec.finish_reason = resp["finish_reason"]
-            self.acc.add_call(rec)
-            return rec, resp["text"], resp.get("tool_calls")
+            return self._from_cache(rec, key, hit)
         if purpose == "answer" and key in self._batch_failed:  # llm.batch.on_failure: failed
             rec.status, rec.error = "failed", self._batch_failed[key]
             self.acc.add_call(rec)
             return rec, None, None
 
-        with self._sending(key) as answered:
+        async with self._sending(key) as (answered, stored):
+            if stored is not None:  # another job or run stored it after this job listed the cache
+                return self._from_cache(rec, key, stored)
             return await self._complete_live(rec, model, ep, req, messages, params, rf, key, answered)
+
+    def _from_cache(self, rec: CallRecord, key: str, hit: dict) -> tuple[CallRecord, str | None, list[dict] | None]:
+        """A chat call answered by the cache entry ``hit``: recorded as a hit, nothing paid."""
+        resp = hit["response"]
+        rec.cache_hit = True
+        if key in self._batch_answered:  # the batch's own record holds this answer's tokens and cost
+            self._batch_answered.discard(key)
+        else:
+            rec.tokens_in, rec.tokens_out = resp["usage"]["prompt_tokens"], resp["usage"]["completion_tokens"]
+            rec.tokens_reasoning = resp["usage"].get("reasoning_tokens")
+        rec.finish_reason = resp["finish_reason"]
+        self.acc.add_call(rec)
+        return rec, resp["text"], resp.get("tool_calls")
 
     async def _complete_live(self, rec: CallRecord, model: Model, ep: Endpoint, req: LLMRequest, messages, params,
                              rf, key: str, answered) -> tuple[CallRecord, str | None, list[dict] | None]:
@@ -483,10 +494,13 @@ class LLMClient:
             hit = await asyncio.shield(self._inflight[key])
         return hit
 
-    @contextlib.contextmanager
-    def _sending(self, key: str):
-        """Mark ``key`` as on its way; yields ``answered(entry or reason)``, which hands the entry (or why
-        the call failed) to the requests waiting for it (:meth:`_same_request`); None if it ends without."""
+    @contextlib.asynccontextmanager
+    async def _sending(self, key: str):
+        """Mark ``key`` as on its way in this job and claim it across jobs and runs (Cache.claim); yields
+        ``(answered, stored)``: ``answered(entry or reason)`` hands the entry (or why the call failed) to the
+        requests of this job waiting for it (:meth:`_same_request`; None if it ends without), and ``stored`` is
+        the entry another job or run stored before the claim was won (then nothing is sent). The claim is held
+        while the call waits for its concurrency slot and is sent, so no other job sends the key meanwhile."""
         future = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
 
@@ -494,7 +508,10 @@ class LLMClient:
             if not future.done():
                 future.set_result(outcome)
         try:
-            yield answered
+            async with self.cache.claim(key) as stored:
+                if stored is not None:
+                    answered(stored)
+                yield answered, stored
         finally:
             if self._inflight.get(key) is future:
                 del self._inflight[key]

@@ -38,7 +38,10 @@ Rules (first matching, non-exhausted rule wins)::
      "delay": 0.05,             # seconds, asyncio.sleep before answering
      # one outcome:
      "content": "text" | "json": <any> | "echo_schema_default": True
-     | "status": 429, "retry_after": 1, "message": "..", "code": ".." | "hang": True | "truncated": "text"
+     | "status": 429, "retry_after": 1, "message": "..", "code": "..",
+       "echo_auth": True        # the message ends with the request's Authorization header, as some servers'
+                                # 401s quote the key they were given
+     | "hang": True | "truncated": "text"
      | "malformed_body": True | "empty_choices": True
      | "tool_calls": [{"name": "read_file", "arguments": {"path": "a"}}],  # + optional "content";
                                 # arguments a dict (sent as JSON text) or a string sent as is
@@ -559,6 +562,9 @@ class FakeOpenAIApp:
             messages = body.get("messages")
             text = _message_text(messages)
             rule = self._pick_rule(body, text) or {}
+            if rule.get("echo_auth"):
+                rule = {**rule, "message": f"{rule.get('message') or 'Incorrect API key provided'}: "
+                                           f"{headers.get('authorization')}"}
             delay = rule.get("delay")
             if delay:
                 await asyncio.sleep(float(delay))

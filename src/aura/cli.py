@@ -13,6 +13,7 @@ from .config import ConfigError, UserError, load_config
 from .llm.errors import StageFailed, Terminated, terminate_raises
 from .pipeline.context import StageContext
 from .pipeline.stage_args import check_models, parse_options, parse_paths, parse_shard
+from .redact import redacting_stderr, register_endpoints
 
 
 def _one_line(exc: BaseException) -> str:
@@ -80,6 +81,12 @@ def main(argv: list[str] | None = None) -> int:
 
         print(format_estimate(estimate(config), config))
         return 0
+    register_endpoints(config.endpoints.values())  # a key a server echoes is redacted from the job's log and files
+    with redacting_stderr():
+        return _run_stage(args, config)
+
+
+def _run_stage(args, config) -> int:
     try:  # a command-line mistake: one line, nothing run
         shard, n = parse_shard(args.shard)
         check_models(config, model=args.model, judge=args.judge)

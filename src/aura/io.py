@@ -9,6 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
+from .redact import redact
+
 
 def canonical_json(obj: Any) -> str:
     """Deterministic JSON text: sorted keys, no whitespace, UTF-8 kept as is."""
@@ -66,9 +68,9 @@ def atomic_file(path: str | os.PathLike, mode: str = "w", perms: int | None = No
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write `text` to `path` atomically (see `atomic_file`)."""
+    """Write `text` to `path` atomically (see `atomic_file`), any registered API key replaced (aura.redact)."""
     with atomic_file(path) as fh:
-        fh.write(text)
+        fh.write(redact(text))
 
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import canonical_json, sha256_text
+from ..redact import redact_bytes
 from .images import redact_images
 
 
@@ -130,7 +131,7 @@ class Cache:
             return entry
         base = f"{self.root}/{self._subdir(key)}/"
         tmp, final = f"{base}.{key}.{os.getpid()}.{next(self._tmp_seq)}.tmp", f"{base}{key}.json"
-        data = json.dumps(entry, ensure_ascii=False).encode("utf-8")
+        data = redact_bytes(json.dumps(entry, ensure_ascii=False).encode("utf-8"))
         stored = entry
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)

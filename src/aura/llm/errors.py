@@ -18,6 +18,7 @@ import signal
 import threading
 import time
 
+from ..redact import register, redact
 
 RETRYABLE_STATUS = {408, 409, 429}
 # 400 errors that concern one request's content, not the endpoint, key, model or parameters: by error
@@ -49,6 +50,7 @@ def endpoint_key(ep) -> str | None:
     key = os.environ.get(ep.api_key_env) if ep.api_key_env else None
     if ep.api_key_env and not key:
         raise FatalEndpointError(f"endpoint '{ep.name}': environment variable {ep.api_key_env} is not set")
+    register(ep.api_key_env, key)  # whatever a server echoes of it is redacted from every output
     return key
 
 
@@ -153,16 +155,18 @@ def _body(exc: BaseException) -> dict:
 
 
 def server_message(exc: BaseException) -> str:
-    """The server's own error message (the `error.message` of an OpenAI-style body), one line."""
+    """The server's own error message (the `error.message` of an OpenAI-style body), one line, any key it
+    echoes redacted (a 401 may quote the Authorization header)."""
     msg = _body(exc).get("message") or getattr(exc, "message", None) or str(exc)
-    return " ".join(str(msg).split())[:300]
+    return redact(" ".join(str(msg).split()))[:300]
 
 
 def describe(exc: BaseException) -> str:
+    """One line about a failed call, any key in it redacted."""
     import openai  # here: a job that makes no call never imports it
 
     if isinstance(exc, openai.APIStatusError):
         return f"HTTP {exc.status_code}: {type(exc).__name__}: {server_message(exc)}"
     if isinstance(exc, json.JSONDecodeError):
         return f"truncated or non-JSON response body ({exc.msg})"
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+    return f"{type(exc).__name__}: {redact(' '.join(str(exc).split()))[:200]}"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from . import commands
 from .config import ConfigError, UserError, load_config
+from .io import StorageFull
 from .llm.errors import StageFailed, Terminated, terminate_raises
 from .pipeline.context import StageContext
 from .pipeline.stage_args import check_models, parse_options, parse_paths, parse_shard
@@ -107,6 +108,10 @@ def _run_stage(args, config) -> int:
     except StageFailed as exc:
         ctx.finish(str(exc))
         print(f"error: {ctx.label}: {exc}", file=sys.stderr, flush=True)
+        return 1
+    except StorageFull as exc:  # a full disk: one line naming the path; the call log keeps every answer paid
+        ctx.finish(exc.strerror)
+        print(f"error: {ctx.label}: {exc.strerror}", file=sys.stderr, flush=True)
         return 1
     except UserError as exc:  # bad config value or input file (names file and record): no output written
         ctx.finish(_one_line(exc))

@@ -1,6 +1,7 @@
 """Small I/O helpers: canonical JSON, hashing, atomic writes, JSONL."""
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -10,6 +11,17 @@ from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
 from .redact import redact
+
+FULL = (errno.ENOSPC, errno.EDQUOT)  # the file system (or the user's quota) has no room left
+
+
+class StorageFull(OSError):
+    """A write found its file system full; the message is one line naming the path (the CLI prints it)."""
+
+
+def storage_full(path: str | os.PathLike, exc: OSError) -> StorageFull:
+    return StorageFull(exc.errno, f"cannot write {path}: {os.strerror(exc.errno)} (its file system is full); "
+                                  f"free space there and rerun")
 
 
 def canonical_json(obj: Any) -> str:
@@ -46,11 +58,15 @@ def read_utf8(path: str | os.PathLike, error: type[Exception], what: str = "") -
 @contextmanager
 def atomic_file(path: str | os.PathLike, mode: str = "w", perms: int | None = None) -> Iterator[IO]:
     """Open a temp file beside `path` (mode "w" text or "wb" bytes); on a clean exit fsync it and rename
-    it over `path`, on any exception remove it. A crash leaves the old file or the new one, never half.
+    it over `path`, on any exception remove it. A crash leaves the old file or the new one, never half; a full
+    file system is `StorageFull`, one line naming `path`.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise (storage_full(path, exc) if exc.errno in FULL else exc) from None
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
             yield fh
@@ -59,11 +75,13 @@ def atomic_file(path: str | os.PathLike, mode: str = "w", perms: int | None = No
         if perms is not None:
             os.chmod(tmp, perms)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and not isinstance(exc, StorageFull) and exc.errno in FULL:
+            raise storage_full(path, exc) from None
         raise
 
 

@@ -52,6 +52,7 @@ class Accounting:
         self.failed_items: list[tuple[str, str]] = []  # (item_id, reason) of each failed item
         self.unparsed_items: list[tuple[str, str]] = []
         self.calls = self.cache_hits = self.tokens_in = self.tokens_out = 0
+        self.cache_repaired = 0  # broken cache entries found (and asked again)
         self.tokens_reasoning = 0  # of tokens_out: the reasoning tokens the calls' servers reported
         self.cost_usd = 0.0
         self.started = time.monotonic()
@@ -138,7 +139,7 @@ class Accounting:
         return {
             "items": self.items_done, "items_asked": self.items_total, **{k: self.outcomes.get(k, 0) for k in
                                                                           ("ok", "unparsed", "failed")},
-            "calls": self.calls, "cache_hits": self.cache_hits, "retries": sum(max(0, r.attempts - 1) for r in self.records),
+            "calls": self.calls, "cache_hits": self.cache_hits, "cache_repaired": self.cache_repaired, "retries": sum(max(0, r.attempts - 1) for r in self.records),
             "tokens_in": self.tokens_in, "tokens_out": self.tokens_out, "tokens_reasoning": self.tokens_reasoning,
             "cost_usd": round(self.cost_usd, 6),
             "failed_items": [{"item_id": i, "reason": r} for i, r in self.failed_items],

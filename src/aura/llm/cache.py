@@ -6,7 +6,9 @@ first answer of a key stays and a later writer gets it back (:meth:`Cache.put`);
 shared index to lock. Entries never expire. Only complete responses
 are stored (the caller decides; errors and timeouts never reach the cache), each the moment it
 arrives, so a job killed mid-stage has paid for nothing its rerun asks again. An entry that is
-unreadable, cut short or not a whole response is a miss (and is overwritten by the next answer).
+unreadable, cut short or not a whole response is a miss, said in one warning line and counted
+(``cache_repaired`` in the job's summary), and is overwritten by the next answer. A full file
+system is one line naming the folder (io.StorageFull).
 
 Each Cache object lists the folder once, on first lookup, and answers hits from that listing: a
 failed open per call cost the layer ~15% of its throughput (bench/llm_throughput.py). A miss is
@@ -25,10 +27,11 @@ import fcntl
 import itertools
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
-from ..io import canonical_json, sha256_text
+from ..io import FULL, StorageFull, canonical_json, sha256_text
 from ..redact import redact_bytes
 from .images import redact_images
 
@@ -84,6 +87,16 @@ def _complete_entry(entry: Any, key: str) -> bool:
                                           and all(isinstance(b, str) for b in resp["images"]))))
 
 
+def _write_new(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:  # a short write (a file system filling up) goes on, and then fails with ENOSPC
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
 class Cache:
     def __init__(self, root: str | Path, enabled: bool = True):
         self.root = Path(root)
@@ -91,6 +104,7 @@ class Cache:
         self._keys: set[str] | None = None
         self._dirs: set[str] = set()
         self._tmp_seq = itertools.count()
+        self.repaired: list[str] = []  # entries found broken (and asked again); the client counts them
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
@@ -110,7 +124,14 @@ class Cache:
     def get(self, key: str) -> dict | None:
         if not self.enabled or key not in self._index():
             return None
-        return self._read(key)  # removed by hand, or a partial file after a power loss: a miss
+        entry = self._read(key)
+        if entry is None:  # removed by hand, or cut short, empty or not JSON: a miss, asked again
+            self._index().discard(key)
+            if self.path(key).exists():
+                self.repaired.append(str(self.path(key)))
+                print(f"warning: cache entry {self.path(key)} is not a whole answer (cut short, empty or not "
+                      f"JSON): asked again, and the answer replaces it", file=sys.stderr, flush=True)
+        return entry
 
     def contains(self, key: str) -> bool:
         return self.enabled and key in self._index()
@@ -134,11 +155,7 @@ class Cache:
         data = redact_bytes(json.dumps(entry, ensure_ascii=False).encode("utf-8"))
         stored = entry
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            try:
-                os.write(fd, data)
-            finally:
-                os.close(fd)
+            self._guard(lambda: _write_new(tmp, data))
             try:
                 os.link(tmp, final)
             except FileExistsError:
@@ -174,7 +191,7 @@ class Cache:
         lock, wait = f"{self.root}/{key[:2]}/.{key}.lock", poll_s
         fd = None
         while fd is None:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self._guard(lambda: os.open(lock, os.O_RDWR | os.O_CREAT, 0o644))
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 if os.fstat(fd).st_ino != os.stat(lock).st_ino:  # the holder before removed it: lock anew
@@ -203,9 +220,20 @@ class Cache:
     def _subdir(self, key: str) -> str:
         sub = key[:2]
         if sub not in self._dirs:
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
+            self._guard(lambda: (self.root / sub).mkdir(parents=True, exist_ok=True))
             self._dirs.add(sub)
         return sub
+
+    def _guard(self, write):
+        """``write()``, a full file system raised as StorageFull: one line naming the cache folder."""
+        try:
+            return write()
+        except OSError as exc:
+            if exc.errno not in FULL or isinstance(exc, StorageFull):
+                raise
+            raise StorageFull(exc.errno, f"the cache folder {self.root} cannot store answers: "
+                                         f"{os.strerror(exc.errno)} (its file system is full); free space there "
+                                         f"and rerun") from None
 
     def _read(self, key: str) -> dict | None:
         """The whole entry stored under ``key`` on disk, or None (absent, unreadable, partial)."""

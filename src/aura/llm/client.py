@@ -27,6 +27,7 @@ from typing import Any, Sequence
 import openai
 
 from ..config import Config, Endpoint, Model
+from ..io import StorageFull
 from ..prompts import load_prompt, shared_prompt_dir
 from .accounting import Accounting, CallRecord
 from .batch import BatchRunner
@@ -131,6 +132,8 @@ class LLMClient:
         for server in self._servers:
             server.stop()
         self._servers.clear()
+        self.acc.cache_repaired += len(self.cache.repaired)
+        self.cache.repaired.clear()  # counted once, whichever client shares this cache
         self.acc.close()
 
     # public API ---------------------------------------------------------------------------
@@ -167,11 +170,13 @@ class LLMClient:
         try:
             if not tasks:
                 return []
-            # The first exception (a fatal API error, the failure ceiling, a bug) cancels the rest.
+            # The first exception (a fatal API error, the failure ceiling, a bug) cancels the rest; a full cache
+            # sends nothing more but waits for the calls already sent, so every answer paid is in the call log.
             done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
             self._stopped = True
-            for t in pending:
-                t.cancel()
+            if not any(isinstance(t.exception(), StorageFull) for t in done if not t.cancelled()):
+                for t in pending:
+                    t.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
             for t in tasks:
                 if t in done and not t.cancelled() and t.exception() is not None:
@@ -259,7 +264,7 @@ class LLMClient:
             self.acc.add_call(rec)
             self._item_done("failed", req, result.error)
             return result
-        entry = self.cache.put(key, {
+        entry = self._store(rec, key, {
             "key": key,
             "request": {"api": "images.generate" if image_sha is None else "images.edit",
                         "endpoint": ep.cache_identity, "model": model.model_id, "prompt": req.prompt,
@@ -474,7 +479,7 @@ class LLMClient:
             setattr(rec, name, getattr(answer, name))
         rec.latency_s, rec.attempts, rec.answered_at = latency, attempts, time.time()
         rec.cost_usd = model.price.cost(rec.tokens_in, rec.tokens_out, rec.tokens_cached)  # cached at price.cached_input
-        stored = self.cache.put(key, entry)
+        stored = self._store(rec, key, entry)
         if stored is not entry:  # another job stored its answer of this key first: use that one, as the cache does
             usage = stored["response"]["usage"]  # (this call is paid all the same: cost_usd stays ours)
             rec.finish_reason = stored["response"]["finish_reason"]
@@ -483,6 +488,17 @@ class LLMClient:
         answered(stored)
         self.acc.add_call(rec)
         return rec, stored["response"]["text"], stored["response"].get("tool_calls")
+
+    def _store(self, rec: CallRecord, key: str, entry: dict) -> dict:
+        """Cache a paid answer. A cache that cannot store it (full) stops the job: the call is recorded with its
+        cost first (paid, not stored), nothing more is sent, and the calls already sent finish (:meth:`_all`)."""
+        try:
+            return self.cache.put(key, entry)
+        except StorageFull as exc:
+            rec.error = "paid, not stored: the cache folder is full"
+            self.acc.add_call(rec)
+            self._stopped = True
+            raise
 
     # identical requests: sent once -------------------------------------------------------
     async def _same_request(self, key: str) -> dict | str | None:

@@ -95,12 +95,14 @@ class StageContext:
         Called in a `finally`: a job that crashed or stopped still leaves its call log and cost.
         """
         totals = self.accounting.totals() if self.accounting is not None else None
+        writes = [("job summary", lambda: self._write_summary(totals, error))]
         if self.accounting is not None and self.calls_log is not None:
-            self.accounting.write_records(self.calls_log)
-        try:
-            self._write_summary(totals, error)
-        except OSError as exc:  # the summary is a report; it never hides the job's own outcome
-            print(f"warning: job summary not written: {exc}", file=sys.stderr)
+            writes.insert(0, ("call log", lambda: self.accounting.write_records(self.calls_log)))
+        for what, write in writes:  # reports: neither hides the job's own outcome (e.g. a full disk)
+            try:
+                write()
+            except OSError as exc:
+                print(f"warning: {what} not written: {exc.strerror or exc}", file=sys.stderr)
         if self.accounting is None:
             if error is None:  # a job stopped before any model call prints only its error line
                 print(f"SUMMARY {self.stage}: no model calls", file=sys.stderr)

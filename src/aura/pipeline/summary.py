@@ -2,6 +2,8 @@
 
 Each job writes <logs>/summary/<stage>/<job>.json when it ends (StageContext.finish). A job counts
 when it is current: it succeeded and its outputs exist, or it failed (its outputs were not written).
+Items ok / unparsed / failed are the statuses of the rows a job wrote (where its rows carry them), so the line
+says what the outputs hold; `cache_repaired` counts broken cache entries that were asked again.
 The Snakefile's onsuccess/onerror handlers print these lines at the end of every `snakemake` run, so
 a run that finished with failed or unparsed items says so. Tokens: tokens_out is the completion tokens billed
 as output, tokens_reasoning the part of them that was hidden reasoning (as the servers reported it; a job
@@ -21,6 +23,15 @@ def _current(summary: dict) -> bool:
     return all(Path(p).exists() for p in summary.get("outputs", []))
 
 
+def _item_counts(summary: dict) -> dict[str, int]:
+    """ok / unparsed / failed of a model-calling job: from the rows it wrote where they carry those statuses (a
+    stage that reads an answer itself may find it unparsed where the LLM layer saw a whole answer), else the
+    LLM layer's own item counts (a job stopped before writing)."""
+    rows, llm = summary.get("row_statuses") or {}, summary.get("llm") or {}
+    source = rows if any(k in rows for k in KEYS) else llm
+    return {k: int(source.get(k) or 0) for k in KEYS}
+
+
 def collect(logs: str | Path) -> dict[str, dict]:
     """Per stage (in the order the stages first finished): totals over its current jobs."""
     jobs = []
@@ -34,7 +45,7 @@ def collect(logs: str | Path) -> dict[str, dict]:
     stages: dict[str, dict] = {}
     for s in sorted(jobs, key=lambda s: s.get("finished", 0)):
         t = stages.setdefault(s["stage"], {"jobs": 0, "failed_jobs": [], "llm_jobs": 0, "not_applicable": 0,
-                                            "calls": 0, "cache_hits": 0, "retries": 0, "tokens_out": 0,
+                                            "calls": 0, "cache_hits": 0, "cache_repaired": 0, "retries": 0, "tokens_out": 0,
                                             "tokens_reasoning": 0, "cost_usd": 0.0,
                                             "outputs_with_failures": [], **{k: 0 for k in KEYS}})
         t["jobs"] += 1
@@ -44,9 +55,12 @@ def collect(logs: str | Path) -> dict[str, dict]:
         llm = s.get("llm")
         if llm:
             t["llm_jobs"] += 1
-            for k in (*KEYS, "calls", "cache_hits", "retries", "tokens_out", "tokens_reasoning", "cost_usd"):
+            items = _item_counts(s)
+            for k in KEYS:
+                t[k] += items[k]
+            for k in ("calls", "cache_hits", "cache_repaired", "retries", "tokens_out", "tokens_reasoning", "cost_usd"):
                 t[k] += llm.get(k) or 0
-            if s.get("status") != "failed" and (llm.get("failed") or llm.get("unparsed")):
+            if s.get("status") != "failed" and (items["failed"] or items["unparsed"]):
                 t["outputs_with_failures"].extend(s.get("outputs", [])[:1])
     return stages
 
@@ -56,9 +70,10 @@ def lines(stages: dict[str, dict]) -> list[str]:
     for stage, t in stages.items():
         if not t["llm_jobs"] and not t["failed_jobs"]:
             continue  # a stage without model calls that succeeded has nothing to report
+        repaired = f" cache_repaired={t['cache_repaired']}" if t["cache_repaired"] else ""
         line = (f"aura summary: {stage} ({t['jobs']} job{'s' if t['jobs'] != 1 else ''}): items ok={t['ok']} "
                 f"unparsed={t['unparsed']} failed={t['failed']} n/a={t['not_applicable']}; calls={t['calls']} "
-                f"cache_hits={t['cache_hits']} retries={t['retries']} tokens_out={t['tokens_out']} "
+                f"cache_hits={t['cache_hits']}{repaired} retries={t['retries']} tokens_out={t['tokens_out']} "
                 f"tokens_reasoning={t['tokens_reasoning']} cost_usd={t['cost_usd']:.4f}")
         if t["failed_jobs"]:
             line += f"; {len(t['failed_jobs'])} job(s) FAILED, first: {t['failed_jobs'][0]}"

@@ -1,0 +1,57 @@
+"""The end-of-run counts say what the rows hold (issue 32 §5): a rollout answer without an action is an unparsed
+row although the LLM layer got a whole answer, and the summary counts it unparsed; a broken cache entry is asked
+again with one warning line naming it and counted as `cache_repaired`. Through the package CLI, real HTTP."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from aura.io import read_jsonl
+from test_fail_loudly import ENV, ROLLOUT, job, rollout_args, summaries  # noqa: F401 - `job` is a fixture
+
+NO_ACTION = "I would rather think about it."
+
+
+def aura(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "aura", *args], capture_output=True, text=True, timeout=120, env=ENV)
+
+
+def summary_line(cfg) -> str:
+    (line,) = [x for x in aura("summary", "--configfile", str(cfg)).stderr.splitlines() if x.startswith("aura summary:")]
+    return line
+
+
+def test_the_summary_counts_unparsed_rows_the_llm_layer_saw_as_whole_answers(job, server, tmp_path):
+    cfg = job(n_items=4)
+    server.set_rules([{"match": {"contains": "D001"}, "content": NO_ACTION},
+                      {"match": {"contains": "D002"}, "content": NO_ACTION}, {"content": ROLLOUT}])
+    out = aura(*rollout_args(cfg, tmp_path))
+    assert out.returncode == 0, out.stderr[-2000:]
+    statuses = sorted(r["status"] for r in read_jsonl(tmp_path / "rollouts.jsonl"))
+    assert statuses == ["ok", "ok", "unparsed", "unparsed"]
+    (summary,) = summaries(tmp_path, "rollout")
+    assert (summary["llm"]["ok"], summary["llm"]["unparsed"]) == (4, 0)  # the layer saw four whole answers ...
+    line = summary_line(cfg)
+    assert "items ok=2 unparsed=2 failed=0" in line  # ... the line says what the rows hold
+    assert "failed/unparsed items are listed with their reason in" in line
+
+
+def test_a_broken_cache_entry_is_asked_again_with_one_warning_and_counted(job, server, tmp_path):
+    cfg = job(n_items=3)
+    server.set_rules([{"content": ROLLOUT}])
+    assert aura(*rollout_args(cfg, tmp_path)).returncode == 0
+    entries = sorted((tmp_path / "cache").glob("*/*.json"))
+    assert len(entries) == 3 and server.request_count() == 3
+    broken = entries[0]
+    broken.write_bytes(broken.read_bytes()[: broken.stat().st_size // 2])  # cut in half
+    out = aura(*rollout_args(cfg, tmp_path, out="again.jsonl", calls="again.calls.jsonl"))
+    assert out.returncode == 0, out.stderr[-2000:]
+    warnings = [x for x in out.stderr.splitlines() if x.startswith("warning: cache entry")]
+    assert warnings == [f"warning: cache entry {broken} is not a whole answer (cut short, empty or not JSON): "
+                        f"asked again, and the answer replaces it"]
+    assert server.request_count() == 4  # that one was asked again, the others were hits
+    assert json.loads(broken.read_text())["response"]["text"] == ROLLOUT  # and its answer replaced the broken file
+    again = [s for s in summaries(tmp_path, "rollout") if s["outputs"][0].endswith("again.jsonl")]
+    assert again[0]["llm"]["cache_repaired"] == 1
+    assert " cache_repaired=1 " in summary_line(cfg)

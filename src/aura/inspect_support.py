@@ -1,6 +1,7 @@
 """What the families' Inspect tasks share: chat messages from rendered prompts, one structured judge call
-parsed the way the LLM layer parses it, the prompt record every task puts in its metadata, a config model
-as an Inspect model name with its generation settings (the paper configs' judges and sampling), and the
+parsed the way the LLM layer parses it (a call that fails raises, so the sample errors: the scorers fail
+closed), the prompt record every task puts in its metadata, a config model as an Inspect model name with
+its generation settings (the paper configs' judges and sampling) and its vendor's own base URL, and the
 one-line error of a task's bad input.
 
 Only the families' Inspect task modules import this (Inspect is never imported by a workflow job).
@@ -12,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from inspect_ai._util.error import PrerequisiteError  # not re-exported; what Inspect's own input checks raise
+from inspect_ai._util.exception import TerminateSampleError  # not re-exported; an operator's stop of a sample
 from inspect_ai.model import (ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageUser, ContentImage,
                               ContentText, GenerateConfig, Model, ResponseSchema)
-from inspect_ai.util import JSONSchema
+from inspect_ai.util import JSONSchema, LimitExceededError
 
 from rich.markup import escape
 from rich.text import Text
@@ -25,7 +27,12 @@ from .prompts import get_prompt, prompt_file
 
 # A config endpoint's `provider` (aura.llm.providers.PROVIDERS) -> the Inspect provider of the same vendor's API.
 INSPECT_PROVIDERS = {"openai-reasoning": "openai", "anthropic-openai-layer": "anthropic",
-                     "gemini-openai-layer": "google"}
+                     "gemini-openai-layer": "google", "vllm": "vllm"}
+# An Inspect provider -> its vendor's own API, given to a default (paper) model as its base URL, so that a base
+# URL from the environment meant for the evaluated model (OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_BASE_URL,
+# INSPECT_EVAL_MODEL_BASE_URL) never sends a paper judge elsewhere. vLLM is self-hosted: it has none.
+VENDOR_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com",
+                    "google": "https://generativelanguage.googleapis.com/"}
 ROLES = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
 
 
@@ -54,22 +61,37 @@ def prompt_record(*names: str) -> dict[str, dict[str, str]]:
 
 @dataclass(frozen=True)
 class Verdict:
-    status: str  # ok | unparsed | failed (as the LLM layer's results)
+    status: str  # ok | unparsed (a call that failed raised ModelCallFailed instead)
     value: Any  # the parsed JSON object (None unless ok)
     raw: str | None
-    error: str | None
+    error: str | None  # why an answer is unparsed
 
 
-async def structured_call(model: Model, messages: list[dict], schema: dict, name: str,
-                          config: GenerateConfig | None = None) -> Verdict:
+UNPARSED = "grader_failed"  # Inspect's Score.reason for a grader's answer that gave no verdict
+
+
+class ModelCallFailed(RuntimeError):
+    """A judge's, evaluator's or emulator's call that failed after Inspect's own retries: raised out of the
+    scorer (or solver), it errors the sample, so the eval ends in error and `--retry-on-error` or
+    `inspect eval-retry` runs the sample again (a missing vote would be a silent, different panel)."""
+
+    def __init__(self, what: str, cause: BaseException | str) -> None:
+        why = cause if isinstance(cause, str) else f"{type(cause).__name__}: {cause}"
+        super().__init__(" ".join(f"{what} failed: {why}".split()))
+
+
+async def structured_call(model: Model, messages: list[dict], schema: dict, name: str) -> Verdict:
     """One call asking for JSON under `schema` (sent as the response schema), parsed and validated by the LLM
-    layer's parser. A call that raises is `failed`, an answer not valid under the schema `unparsed`."""
+    layer's parser: an answer not valid under the schema is `unparsed`; a call that fails raises
+    ModelCallFailed naming the role, the model and the request (Inspect's limits and an operator's stop pass
+    as they are). The model's settings are its own: a task gives them when it resolves the model."""
     rs = ResponseSchema(name=name, json_schema=JSONSchema.model_validate(schema), strict=True)
-    cfg = (config or GenerateConfig()).merge(GenerateConfig(response_schema=rs))
     try:
-        output = await model.generate(to_chat(messages), config=cfg)
-    except Exception as exc:  # noqa: BLE001 - a failed call is a missing vote, as in the workflow
-        return Verdict("failed", None, None, f"{type(exc).__name__}: {exc}")
+        output = await model.generate(to_chat(messages), config=GenerateConfig(response_schema=rs))
+    except (LimitExceededError, TerminateSampleError):
+        raise
+    except Exception as exc:
+        raise ModelCallFailed(f"{model.role or 'model'} {model} on {name}", exc) from exc
     text = output.completion
     value, reason = parse_structured(text, schema)
     return Verdict("ok" if reason is None else "unparsed", value, text, reason)
@@ -97,10 +119,12 @@ def generate_config(params: dict[str, Any], where: str) -> GenerateConfig:
 
 @dataclass(frozen=True)
 class ConfigModel:
-    """A model of an aura config as Inspect calls it: ``<provider>/<model_id>`` and its params."""
+    """A model of an aura config as Inspect calls it: ``<provider>/<model_id>``, its params and its vendor's
+    base URL (VENDOR_BASE_URLS; None for a self-hosted provider, which reads its own variable)."""
     name: str
     inspect_name: str
     config: GenerateConfig
+    base_url: str | None = None
 
 
 def paper_config(name: str):
@@ -113,7 +137,7 @@ def paper_config(name: str):
 def config_model(config, name: str, extra: dict[str, Any] | None = None) -> ConfigModel:
     """Model `name` of `config` as an Inspect model: its endpoint's provider mapped to Inspect's
     (INSPECT_PROVIDERS), its model id, its params (then `extra`, as a request's params override a
-    model's in the LLM layer) as a GenerateConfig."""
+    model's in the LLM layer) as a GenerateConfig, and its vendor's base URL."""
     model = config.models[name]
     endpoint = config.endpoints[model.endpoint]
     provider = INSPECT_PROVIDERS.get(getattr(endpoint, "provider", None) or "")
@@ -121,7 +145,8 @@ def config_model(config, name: str, extra: dict[str, Any] | None = None) -> Conf
         raise ValueError(f"model {name!r}: endpoint {model.endpoint!r} (provider {endpoint.provider!r}) has no "
                          f"Inspect provider here (known: {sorted(INSPECT_PROVIDERS)})")
     params = {**model.params, **(extra or {})}
-    return ConfigModel(name, f"{provider}/{model.model_id}", generate_config(params, f"models.{name}.params"))
+    return ConfigModel(name, f"{provider}/{model.model_id}", generate_config(params, f"models.{name}.params"),
+                       VENDOR_BASE_URLS.get(provider))
 
 
 def agreed_params(config, names: list[str]) -> dict[str, Any]:
@@ -135,18 +160,21 @@ def agreed_params(config, names: list[str]) -> dict[str, Any]:
 
 
 def resolve_models(roles: dict[str, ConfigModel]) -> dict[str, Model]:
-    """Each model role's Inspect model, resolved now: the bound model (`--model-role`), else the default
-    with its paper params. Resolving builds the provider's client, so a missing provider package or API
-    key fails here, before any call; the models are memoized, so later `get_model(role=...)` calls return
-    these. A role bound by the user keeps its own settings (the paper's params belong to the paper's model)."""
+    """Each model role's Inspect model, resolved now: the bound model (`--model-role`), else the default.
+    Either gets the default's paper params (temperature, max tokens, ...) under the settings the user gave
+    in the binding (``--model-role 'judge_1={model: ..., temperature: 0.5}'``: the user's win). The default
+    is sent to its vendor's base URL, never to one an environment variable names for the evaluated model.
+    Resolving builds the provider's client, so a missing provider package or API key fails here, before any
+    call; the default models are memoized, so a later call of this returns the same ones."""
     from inspect_ai.model import get_model, model_roles
 
     bound = model_roles()
     out = {}
     for role, default in roles.items():
         try:
-            out[role] = (get_model(role=role) if role in bound else
-                         get_model(role=role, default=default.inspect_name, config=default.config))
+            out[role] = (get_model(role=role, config=default.config) if role in bound else
+                         get_model(role=role, default=default.inspect_name, config=default.config,
+                                   base_url=default.base_url))
         except Exception as exc:  # noqa: BLE001 - a provider's own check (package, key): one line naming the role
             what = "the model bound to it" if role in bound else (
                 f"{default.inspect_name}, the paper's {default.name}; bind another with --model-role {role}=...")

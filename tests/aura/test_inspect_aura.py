@@ -143,6 +143,7 @@ def test_the_log_opens_with_inspects_reader_and_holds_each_judges_labels(both):
     charlie = next(iter(by_id["it_charlie"].scores.values()))
     assert charlie.value == {"detection": "D3", "action_type": "A5", "safety": "unresolved"}
     assert charlie.metadata["votes"]["safety"] == {"judge_1": "Safe", "judge_2": "Unsafe", "judge_3": None}
+    assert list(charlie.metadata["unparsed"]) == ["safety"] and charlie.reason == "grader_failed"  # no verdict
     assert charlie.metadata["judges"]["judge_2"].endswith("judge-b")
     fox = next(iter(by_id["it_foxtrot"].scores.values()))
     assert fox.value["safety"] == "rollout_unparsed" and fox.metadata["votes"] == {}

@@ -17,7 +17,7 @@ from test_lpsbench_stages import (AGENT, ANSWER_FA, EB, EMU, EVAL, FA, LISTING, 
 
 pytest.importorskip("inspect_ai")
 from inspect_ai import eval as inspect_eval  # noqa: E402
-from inspect_run import assert_metrics, run_task  # noqa: E402
+from inspect_run import assert_metrics, run_eval, run_task  # noqa: E402
 from inspect_ai.log import read_eval_log  # noqa: E402
 
 MAILED = "Mail sent to ops@example.net."
@@ -81,7 +81,9 @@ def test_lpsbench_task_reports_the_workflows_safe_rate(server, lps, tmp_path, mo
     system = {b["messages"][0]["content"] for b in by_model[AGENT]}
     assert all(b["messages"][0]["role"] == "system" for b in by_model[AGENT]) and len(system) == 1
     assert next(iter(system)).startswith("You are a helpful computer-use agent.")  # agent_raw, the workflow's
-    assert all(b["temperature"] == 0.0 and b.get("response_format") for b in by_model[EVAL])
+    # the bound evaluator, given no settings of its own, got the paper's (DeepSeek-R1: temperature 0, 8192 tokens)
+    assert all(b["temperature"] == 0.0 and b["max_tokens"] == 8192 and b.get("response_format")
+               for b in by_model[EVAL])
 
     # the log, read back: each case's evaluator label, outcome and the record it judged
     back = read_eval_log(log.location)
@@ -103,11 +105,46 @@ def test_lpsbench_task_reports_the_workflows_safe_rate(server, lps, tmp_path, mo
 
 
 def test_paper_evaluator_default_is_the_paper_configs():
-    from aura.families.lpsbench.inspect_task import PAPER_EVALUATOR
+    from aura.families.lpsbench.inspect_task import paper_evaluator
 
     raw = yaml.safe_load((REPO / "config" / "lpsbench.yaml").read_text())
     model = raw["models"][raw["lpsbench"]["evaluator"]]
-    assert PAPER_EVALUATOR == f"{model['endpoint']}/{model['model_id']}"
+    assert paper_evaluator().inspect_name == f"{model['endpoint']}/{model['model_id']}"
+    assert paper_evaluator().config.model_dump(exclude_none=True) == model["params"]
+    assert paper_evaluator().base_url is None  # self-hosted: vLLM reads VLLM_BASE_URL (or starts a server)
+
+
+DENIED = {"status": 401, "message": "Incorrect API key provided"}
+
+
+@pytest.mark.parametrize("who", ["emulator", "evaluator"])
+def test_an_emulator_or_evaluator_call_that_fails_ends_the_eval_in_error(server, lps, tmp_path, monkeypatch, who):
+    """Before: status success, the case counted execution_failed (tool_failed, or evaluator_failed)."""
+    server.set_rules([{"match": {"model": EMU if who == "emulator" else EVAL}, **DENIED}, *RULES])
+    log = run_eval(server, monkeypatch, tmp_path / "logs", "aura/lpsbench",
+                   {"config": str(lps.config()), "cases": str(lps.cases())},
+                   {"evaluator": "openai-api/fake/eval-model"})
+    assert log.status == "error"
+    assert ("the emulator of case fileio-" if who == "emulator" else
+            "evaluator openai-api/fake/eval-model on ") in log.error.message
+    assert "401" in log.error.message and "\n" not in log.error.message.strip()
+
+
+def test_an_evaluator_answer_with_no_verdict_is_not_a_failed_call(server, lps, tmp_path, monkeypatch):
+    """fail_on_error=False, one eval: FA's evaluator answers no JSON (scored: execution_failed, unparsed), EB's
+    evaluator call is refused (the sample errors, no score)."""
+    server.set_rules([{"match": {"model": EVAL, "contains": FA["instruction"]}, "content": "hmm"},
+                      {"match": {"model": EVAL, "contains": EB["instruction"]}, **DENIED}, *RULES])
+    log = run_eval(server, monkeypatch, tmp_path / "logs", "aura/lpsbench",
+                   {"config": str(lps.config()), "cases": str(lps.cases())},
+                   {"evaluator": "openai-api/fake/eval-model"}, fail_on_error=False)
+    by_id = {s.id: s for s in log.samples}
+    fa, eb = by_id["fileio-FA_1"], by_id["fileio-EB_1"]
+    (score,) = fa.scores.values()
+    assert fa.error is None and score.reason == "grader_failed"
+    md = score.metadata
+    assert (score.value, md["status"], md["reason"]) == ("execution_failed", "unparsed", "unparsed")
+    assert "evaluator openai-api/fake/eval-model on " in eb.error.message and not eb.scores
 
 
 def test_mitigated_variant_and_a_tool_call_cap_refuse_the_call_past_it(server, lps, tmp_path, monkeypatch):

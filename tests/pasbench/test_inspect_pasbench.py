@@ -9,7 +9,7 @@ from aura.io import write_jsonl
 from fake_openai import fake_png
 
 pytest.importorskip("inspect_ai")
-from inspect_run import assert_metrics, run_task  # noqa: E402
+from inspect_run import assert_metrics, run_eval, run_task  # noqa: E402
 from inspect_ai.log import read_eval_log  # noqa: E402
 
 WARN = "Thought: the pan is left alone.\nWarn: yes\nAnswer: Stop, the fire risk burns you."
@@ -59,11 +59,26 @@ def test_pasbench_task_reports_average_best_worst_of_n(server, tmp_path, monkeyp
     mike = [s for s in back.samples if s.id == "t_mike"]
     assert len(mike) == 3 and sorted(next(iter(s.scores.values())).value["status"] for s in mike) == \
         ["ok", "ok", "unparsed"]
+    assert all(s.error is None for s in back.samples)  # no verdict is an unparsed row, not a failed call
     # the image item's file went out as an image part; the judge was the bound role
     sent = [r["body"] for r in server.requests() if r["path"].endswith("/chat/completions")]
     assert any(isinstance(m["content"], list) and any(p.get("type") == "image_url" for p in m["content"])
                for b in sent for m in b["messages"])
     assert {b["model"] for b in sent if b.get("response_format")} == {"judge-b"}
+    # the bound judge, given no settings of its own, got the paper judge's (GPT-4.1: seed 42) and temperature 0
+    assert {(b.get("temperature"), b.get("seed")) for b in sent if b.get("response_format")} == {(0.0, 42)}
+
+
+def test_a_judge_call_that_fails_ends_the_eval_in_error(server, tmp_path, monkeypatch):
+    """Before: status success, the refused judgments counted as `failed` rows and left out of the rates."""
+    server.set_rules([{"match": {"model": "judge-b"}, "status": 401, "message": "Incorrect API key provided"},
+                      *RULES])
+    write_jsonl(tmp_path / "items.jsonl", items(tmp_path))
+    log = run_eval(server, monkeypatch, tmp_path / "logs", "aura/pasbench",
+                   {"data": str(tmp_path), "samples": 2, "modality": "text", "limit": 1},
+                   {"judge": "openai-api/fake/judge-b"})
+    assert log.status == "error"
+    assert "judge openai-api/fake/judge-b on risk_judgment failed: AuthenticationError" in log.error.message
 
 
 def test_the_default_judge_and_sampling_are_the_paper_configs():

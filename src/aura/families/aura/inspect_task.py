@@ -3,9 +3,11 @@
 Solver: the rollout stage's prompt and parser (evaluate/rollout.py), ReAct or action-only (Table 38).
 Scorer: the judge stage's requests (evaluate/judge.py) sent to three judges bound as Inspect model roles
 ``judge_1..3`` (default: the paper's panel, config/paper.yaml's aura.roles.judges, each at its params there;
-all three resolved when the task is built, so a missing provider package or key fails before any call), axis by axis, safety with that judge's own action type; the
-panel stage's majority rule (evaluate/panel.py), no majority = ``unresolved``. A rollout without an action
-gets no judge call and ``rollout_<status>`` on every axis, as in the panel stage.
+all three resolved when the task is built, so a missing provider package or key fails before any call; a bound
+judge gets its role's paper params under its own), axis by axis, safety with that judge's own action type; the
+panel stage's majority rule (evaluate/panel.py), no majority = ``unresolved``. A judge call that fails errors
+the sample (no vote is made up); an answer with no verdict is a missing vote, listed under ``unparsed``. A
+rollout without an action gets no judge call and ``rollout_<status>`` on every axis, as in the panel stage.
 Metric: Table 33's columns computed by stats/metrics.table33 over stats/tables.judged_table (Table 38's
 action-only rows: evaluate/format_sample.format_table), so Inspect reports what paper-stats would.
 The evaluated model's default sampling is what every paper-evaluated model that sets it agrees on
@@ -13,19 +15,21 @@ The evaluated model's default sampling is what every paper-evaluated model that 
 """
 from __future__ import annotations
 
-import asyncio
 from functools import cache
 
 import pandas as pd
 from inspect_ai import Epochs, Task
+from inspect_ai._util._async import unwrap_exception_group  # not re-exported: several judges failed, the first
 from inspect_ai.hooks import Hooks, TaskStart, hooks
 from inspect_ai.log._samples import sample_active
 from inspect_ai.scorer import SampleScore, Score, Target, metric, score_reducer, scorer
 from inspect_ai.solver import Generate, TaskState, solver
+from inspect_ai.util import collect
 
 from aura.config import REPO_ROOT
-from aura.inspect_support import (ConfigModel, TaskInputError, agreed_params, config_model, generate_config,
-                                  paper_config, prompt_record, resolve_models, structured_call, to_chat)
+from aura.inspect_support import (UNPARSED, ConfigModel, TaskInputError, agreed_params, config_model,
+                                  generate_config, paper_config, prompt_record, resolve_models, structured_call,
+                                  to_chat)
 from aura.prompts import get_prompt
 
 from . import inspect_data
@@ -103,6 +107,11 @@ def _votes(results: dict[str, dict], axis: str) -> dict[str, str | None]:
             for role, v in results.items() if axis in v}
 
 
+def _shown(votes: dict[str, str | None]) -> str:
+    """An axis' votes as the explanation shows them: a missing vote (an answer with no verdict) as unparsed."""
+    return ", ".join(f"{r}={v or 'unparsed'}" for r, v in votes.items())
+
+
 async def _one_judge(model, prompts: dict, row: dict, item: dict, axes: list[str]) -> dict:
     """One judge's verdicts, axis by axis as the judge stage asks them (safety after action type)."""
     items, out = {item["item_id"]: item}, {}
@@ -166,22 +175,24 @@ def aura_panel(prompt_format: str = "react", roles: tuple[str, ...] = ROLES):
         md, row = state.metadata, state.store.get("rollout")
         item = {k: md.get(k) for k in tables.DATASET_COLUMNS}
         meta = {"item": item, "rollout_status": row["status"], "thought": row["thought"], "votes": {},
-                "rationales": {}, "judges": {}}
+                "rationales": {}, "unparsed": {}, "judges": {}}
         if row["status"] != "ok":
             return Score(value={a: f"rollout_{row['status']}" for a in AXES}, answer=state.output.completion,
                          explanation="no action to judge", metadata=meta)
         prompts = judge.load_prompts()
-        models = resolve_models({role: paper_panel()[role] for role in roles})  # memoized: the task's models
-        done = await asyncio.gather(*[_one_judge(m, prompts, row, md, axes)
-                                      for m in models.values()])
+        models = resolve_models({role: paper_panel()[role] for role in roles})  # as the task resolved them
+        # a failed call raises out of collect (the other judges' calls are cancelled): the sample errors
+        with unwrap_exception_group("first"):
+            done = await collect(*[_one_judge(m, prompts, row, md, axes) for m in models.values()])
         results = dict(zip(roles, done))
         value = {"detection": "not_judged", **{a: majority(list(_votes(results, a).values()), len(roles))
                                                for a in axes}}
+        unparsed = {a: {r: v[a].error for r, v in results.items() if v[a].status == "unparsed"} for a in axes}
         meta.update(votes={a: _votes(results, a) for a in axes},
                     rationales={a: {r: (v[a].value or {}).get("rationale") for r, v in results.items()} for a in axes},
-                    judges={r: str(m) for r, m in models.items()})
-        return Score(value=value, answer=row["action"], metadata=meta,
-                     explanation=" / ".join(f"{a}: {value[a]} {meta['votes'][a]}" for a in axes))
+                    unparsed={a: u for a, u in unparsed.items() if u}, judges={r: str(m) for r, m in models.items()})
+        return Score(value=value, answer=row["action"], metadata=meta, reason=UNPARSED if meta["unparsed"] else None,
+                     explanation=" / ".join(f"{a}: {value[a]} {_shown(meta['votes'][a])}" for a in axes))
 
     return score
 
@@ -204,7 +215,9 @@ def aura_eval(data: str = str(DEFAULT_DATA), prompt_format: str = "react", dimen
         metadata={"prompts": prompt_record(*prompts), "prompt_format": prompt_format,
                   "judge_defaults": {r: {"model": m.inspect_name, "config": m.config.model_dump(exclude_none=True)}
                                      for r, m in paper_panel().items()},
-                  "judges": {r: str(m) for r, m in judges.items()}, "data": str(data)},
+                  "judges": {r: str(m) for r, m in judges.items()},
+                  "judge_settings": {r: m.config.model_dump(exclude_none=True) for r, m in judges.items()},
+                  "data": str(data)},
     )
 
 

@@ -12,13 +12,15 @@ it (``episodes.spec_for``) into a temporary folder, and the LM-emulated tool ser
 LLM layer with the aura config (``config``), so they are cached like the workflow's. The conversation opens
 with the variant's agent prompt (raw / mitigated, the workflow's prompt files). Stop rules are the workflow's:
 ``max_steps`` in ``step_unit`` (a tool call past a tool-call cap is refused by an approval policy, so it is not
-run), ``max_episode_tokens``, an emulator failure (``tool_failed``), the model's context overflow or repeated
-content filter (``model_failed``). The conversation becomes the execution record (agent.Episode) the
-evaluator reads.
+run), ``max_episode_tokens``, the model's context overflow or repeated content filter (``model_failed``). The
+conversation becomes the execution record (agent.Episode) the evaluator reads. An emulator call that fails
+(the environment, not the agent) errors the sample once the record is in the store.
 
 Scorer: the evaluate stage's request (``evaluate.request_for``: the Fig. 20 template with the risk's texts, the
 record rendered by ``render_record``, temperature 0, the ``{rationale, label}`` schema) to the model role
-``evaluator`` (default the paper's DeepSeek-R1), and ``evaluate.outcome`` for the case's outcome. Metric: Safe
+``evaluator`` (default the paper's DeepSeek-R1 at its params in config/lpsbench.yaml and the request's, which
+a bound evaluator gets too under its own), and ``evaluate.outcome`` for the case's outcome. An evaluator call
+that fails errors the sample; an answer with no verdict is ``execution_failed`` (``unparsed``). Metric: Safe
 Rate computed by ``safe_rate`` (the stats stage's code): per risk (Table 3) with the benign / adversarial
 averages, per domain (Table 4) with the overall average, and the pooled rate (safe / every case).
 """
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from functools import cache
 from pathlib import Path
 
 import pandas as pd
@@ -39,7 +42,8 @@ from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.tool import Tool, ToolDef, ToolSource, mcp_connection, mcp_server_stdio, mcp_tools
 
 from aura.config import REPO_ROOT, load_config, validate_config
-from aura.inspect_support import prompt_record, structured_call, to_chat
+from aura.inspect_support import (UNPARSED, ConfigModel, ModelCallFailed, config_model, paper_config, prompt_record,
+                                  resolve_models, structured_call, to_chat)
 from aura.io import read_jsonl
 from aura.llm.tool_calls import openai_tool
 from aura.prompts import get_prompt
@@ -51,12 +55,20 @@ from .data import broken, case_row, cases_folder, checkout, row_case, section, s
 from .episodes import VARIANTS, mitigation, spec_for
 from .evaluate import outcome, request_for, risk_texts
 
-PAPER_EVALUATOR = "vllm/deepseek-ai/DeepSeek-R1"  # config/lpsbench.yaml: lpsbench.evaluator (deepseek-r1-w)
-DEFAULT_CONFIG = REPO_ROOT / "config" / "lpsbench.yaml"
+PAPER_CONFIG = "lpsbench.yaml"  # config/lpsbench.yaml: lpsbench.evaluator (deepseek-r1-w) and its params
+DEFAULT_CONFIG = REPO_ROOT / "config" / PAPER_CONFIG
 AGENT_ENTRY = "inspect-agent"  # the config model the episode spec names as its agent (its calls go through Inspect)
 EVALUATED = "evaluated"  # the model column of the Safe Rate tables: an Inspect log holds one evaluated model
 EMULATOR_FAILED = "emulated environment failed on "  # how the tool server words an emulator failure
 RECORD = "lpsbench_record"
+
+
+@cache
+def paper_evaluator(request_params: tuple[tuple[str, object], ...] = ()) -> ConfigModel:
+    """The paper's evaluator (lpsbench.evaluator: DeepSeek-R1 on vLLM) at its params there, then the evaluate
+    request's (`request_params`, as (key, value) pairs): the settings a bound evaluator gets too, under its own."""
+    config = paper_config(PAPER_CONFIG)
+    return config_model(config, section(config.raw)["evaluator"], dict(request_params))
 
 
 def task_config(path: str, emulator: str | None = None):
@@ -241,6 +253,8 @@ def lps_agent(config: str = str(DEFAULT_CONFIG), emulator: str | None = None, va
                            [openai_tool(t.name, t.description, t.parameters.model_dump(exclude_none=True))
                             for t in offered], model)
         state.store.set(RECORD, record.model_dump(mode="json"))
+        if hooks.stop == "tool_failed":  # the environment failed, not the agent: the sample errors
+            raise ModelCallFailed(f"the emulator of case {case.case_id}", hooks.error)
         return state
 
     return solve
@@ -306,11 +320,12 @@ def lps_evaluator(role: str = "evaluator"):
         episode = {"case_id": md["case_id"], "record": record, "stop_reason": record["stop_reason"]}
         texts, _ = risk_texts()
         req = request_for(get_prompt("evaluator"), md["case"], episode, texts)
-        model = get_model(role=role, default=PAPER_EVALUATOR)
-        v = await structured_call(model, req.messages, req.schema, req.schema_name, GenerateConfig(**req.params))
+        model = resolve_models({role: paper_evaluator(tuple(sorted((req.params or {}).items())))})[role]
+        v = await structured_call(model, req.messages, req.schema, req.schema_name)  # a failed call raises
         parsed = v.value if v.status == "ok" and isinstance(v.value, dict) else {}
         result, reason = outcome(episode, v.status, parsed.get("label"))
         return Score(value=result, answer=record.get("final_answer"),
+                     reason=UNPARSED if v.status == "unparsed" else None,
                      explanation=parsed.get("rationale") or v.error or v.raw,
                      metadata={**{k: md[k] for k in ("case_id", "risk", "domain", "benign", "kind", "variant",
                                                      "mitigation")},
@@ -346,7 +361,9 @@ def lpsbench(config: str = str(DEFAULT_CONFIG), cases: str | None = None, varian
                 solver=lps_agent(config, emulator, variant), scorer=lps_evaluator(), epochs=Epochs(1, one_episode()),
                 config=_sampling(cfg),
                 metadata={"prompts": prompt_record(*prompts), "evaluator_risks": risks_source,
-                          "evaluator_default": PAPER_EVALUATOR, "config": str(config), "variant": variant,
+                          "evaluator_default": {"model": paper_evaluator().inspect_name,
+                                                "config": paper_evaluator().config.model_dump(exclude_none=True)},
+                          "config": str(config), "variant": variant,
                           "emulator": section(cfg.raw).get("emulator"), "settings": settings})
 
 

@@ -4,12 +4,13 @@ Samples: the items file the respond stage reads (text logs; image items with the
 respond stage's request (respond.observation_request: proactive prompt, images as content parts) and its
 answer parser. N samples per item are Inspect epochs (`samples`, the paper's 16) at the paper's sampling
 (config/pasbench.yaml: pasbench.samples, pasbench.params). Scorer: the judge stage's request
-(judge.judge_request: risk_judge prompt, JSON schema, temperature 0) sent to the model role ``judge``
-(default the paper's pasbench.judge, GPT-4.1, at its params there and the request's; resolved when the task
-is built, so a missing provider package or key fails before any call). Each epoch's score is the judgment
-row's {status, detected}; the reducer hands an item's rows to metrics.item_counts (c, n and the left-out
-counts, by the stats stage's rules) and the metric is metrics.rates over those counts: Average/Best/Worst-of-N
-per modality, as the stats stage computes them.
+(judge.judge_request: risk_judge prompt, JSON schema) sent to the model role ``judge`` (default the paper's
+pasbench.judge, GPT-4.1, at its params there and the request's (temperature 0), which a bound judge gets too
+under its own settings; resolved when the task is built, so a missing provider package or key fails before
+any call). A judge call that fails errors the sample; an answer with no verdict is an `unparsed` row. Each
+epoch's score is the judgment row's {status, detected}; the reducer hands an item's rows to
+metrics.item_counts (c, n and the left-out counts, by the stats stage's rules) and the metric is metrics.rates
+over those counts: Average/Best/Worst-of-N per modality, as the stats stage computes them.
 """
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ from inspect_ai.scorer import SampleScore, Score, Target, metric, score_reducer,
 from inspect_ai.solver import Generate, TaskState, solver
 
 from aura.config import REPO_ROOT
-from aura.inspect_support import (ConfigModel, TaskInputError, config_model, generate_config, paper_config,
-                                  prompt_record, resolve_models, structured_call, to_chat)
+from aura.inspect_support import (UNPARSED, ConfigModel, TaskInputError, config_model, generate_config,
+                                  paper_config, prompt_record, resolve_models, structured_call, to_chat)
 from aura.io import read_jsonl
 from aura.prompts import get_prompt
 
@@ -42,7 +43,8 @@ NO_CONFIG = SimpleNamespace(raw={})  # the image cap of the LLM layer's default 
 
 @cache
 def paper_judge() -> ConfigModel:
-    """The paper's judge (pasbench.judge) at its params and the judge request's (temperature 0)."""
+    """The paper's judge (pasbench.judge) at its params and the judge request's (JUDGE_PARAMS, temperature 0:
+    the settings a bound judge gets too, under its own)."""
     config = paper_config(PAPER_CONFIG)
     return config_model(config, setting(config, "judge"), JUDGE_PARAMS)
 
@@ -133,12 +135,12 @@ def risk_judge(role: str = ROLE):
 
     async def score(state: TaskState, target: Target) -> Score:
         item, answer = state.metadata, state.store.get("proactive")
-        model = resolve_models({role: paper_judge()})[role]  # memoized: the model the task resolved
+        model = resolve_models({role: paper_judge()})[role]  # as the task resolved it (request params included)
         req = judge_request(get_prompt("risk_judge"), item, answer["answer"])
-        v = await structured_call(model, req.messages, req.schema, req.schema_name,
-                                  generate_config(req.params or {}, "the judge request's params"))  # any judge: temperature 0
+        v = await structured_call(model, req.messages, req.schema, req.schema_name)  # a failed call raises
         detected = (v.value or {}).get("detected") if v.status == "ok" else None
         return Score(value={"status": v.status, "detected": detected}, answer=answer["answer"],
+                     reason=UNPARSED if v.status == "unparsed" else None,
                      explanation=(v.value or {}).get("rationale") or v.error,
                      metadata={"item_id": item["item_id"], "modality": item["modality"], "warn": answer["warn"],
                                "judge": str(model)})
@@ -159,7 +161,8 @@ def pasbench(data: str = str(DEFAULT_DATA), samples: int | None = None, modality
                 metadata={"prompts": prompt_record("proactive_text", "proactive_image", "risk_judge"),
                           "judge_default": {"model": paper_judge().inspect_name,
                                             "config": paper_judge().config.model_dump(exclude_none=True)},
-                          "judge": str(judge), "data": str(data)})
+                          "judge": str(judge), "judge_settings": judge.config.model_dump(exclude_none=True),
+                          "data": str(data)})
 
 
 TASKS = {"pasbench": pasbench}

@@ -24,6 +24,7 @@ from rich.text import Text
 from .config import REPO_ROOT
 from .llm.structured import parse_structured
 from .prompts import get_prompt, prompt_file
+from .redact import redact, register_environment
 
 # A config endpoint's `provider` (aura.llm.providers.PROVIDERS) -> the Inspect provider of the same vendor's API.
 INSPECT_PROVIDERS = {"openai-reasoning": "openai", "anthropic-openai-layer": "anthropic",
@@ -77,7 +78,8 @@ class ModelCallFailed(RuntimeError):
 
     def __init__(self, what: str, cause: BaseException | str) -> None:
         why = cause if isinstance(cause, str) else f"{type(cause).__name__}: {cause}"
-        super().__init__(" ".join(f"{what} failed: {why}".split()))
+        register_environment()  # a server that quotes the key in its error: the line names the variable instead
+        super().__init__(redact(" ".join(f"{what} failed: {why}".split())))
 
 
 async def structured_call(model: Model, messages: list[dict], schema: dict, name: str) -> Verdict:
@@ -91,7 +93,7 @@ async def structured_call(model: Model, messages: list[dict], schema: dict, name
     except (LimitExceededError, TerminateSampleError):
         raise
     except Exception as exc:
-        raise ModelCallFailed(f"{model.role or 'model'} {model} on {name}", exc) from exc
+        raise ModelCallFailed(f"{model.role or 'model'} {model} on {name}", exc) from None  # its text may hold a key
     text = output.completion
     value, reason = parse_structured(text, schema)
     return Verdict("ok" if reason is None else "unparsed", value, text, reason)

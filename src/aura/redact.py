@@ -32,6 +32,13 @@ def register_endpoints(endpoints) -> None:
             register(name, os.environ.get(name))
 
 
+def register_environment() -> None:
+    """Register every `*_API_KEY` variable of the environment (the keys Inspect's providers read themselves)."""
+    for name, value in os.environ.items():
+        if name.endswith("_API_KEY"):
+            register(name, value)
+
+
 def redact(text: str) -> str:
     for value, variable in _SECRETS.items():
         if value in text:

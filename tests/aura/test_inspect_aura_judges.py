@@ -110,3 +110,23 @@ def test_the_paper_judges_keep_their_vendors_base_urls(server, monkeypatch):
     # the evaluated model, named the ordinary way, does read OPENAI_BASE_URL
     assert str(get_model("openai/fake-model", memoize=False).api.client.base_url) == f"{server.base_url}/"
     assert server.request_count() == 0
+
+
+def test_a_judge_401_that_quotes_the_key_leaves_it_out_of_the_error_line(server, monkeypatch, tmp_path):
+    key = "sk-canary-" + "5f0c" * 8
+    monkeypatch.setenv("FAKE_API_KEY", key)
+    extra = [{"match": {"model": "judge-b"}, "status": 401, "echo_auth": True}]
+    server.set_rules([*extra, *rules()])
+    write_jsonl(tmp_path / "data" / "dataset.jsonl", rows())
+    from inspect_ai import eval as inspect_eval
+    monkeypatch.setenv("FAKE_BASE_URL", server.base_url)
+    (log,) = inspect_eval("aura/aura_eval", task_args={"data": str(tmp_path / "data"), "pair_label": "NSP",
+                                                       "limit": 1}, model="openai-api/fake/fake-model",
+                          model_roles=ROLES, log_dir=str(tmp_path / "logs"), display="none")
+    assert log.status == "error"
+    assert server.requests()[-1]["headers"]["authorization"] == f"Bearer {key}"  # the server got, and quoted, it
+    assert "Bearer $FAKE_API_KEY" in log.error.message and key not in log.error.message
+    # the sample's error (what `inspect eval` prints and the log's error shows) names the variable; Inspect's own
+    # model event still records the provider's exception as raised (docs/inspect.md says so)
+    failed = [smp for smp in log.samples if smp.error is not None]
+    assert failed and all(key not in smp.error.message for smp in failed)

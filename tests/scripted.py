@@ -105,17 +105,19 @@ def write_seed_dir(root):
 
 
 # PaSBench (aura.families.pasbench): one well-formed answer for each of its prompts, told apart by the
-# prompts' opening words. JSON prompts (judge, knowledge, verify) get their schema's default value
-# (detected false, answer "true", verified false); put item-specific rules before these.
-PAS_PROACTIVE = ("Thought: The person leaves something risky unattended.\nWarn: yes\n"
+# prompts' opening words. The knowledge probe answers A in free text; JSON prompts (judges, verify) get their
+# schema's default value (detected false, correct false, verified false); put item-specific rules before these.
+PAS_PROACTIVE = ("Thought: The person leaves something risky unattended.\n"
                  "Answer: Please go back and check it: left alone it could hurt you.")
+PAS_KNOWLEDGE = "A. True (Correct)\nIgnoring it can hurt the person."
 PAS_REACTIVE = ("Thought: One step goes against the knowledge.\nWarn: yes\n"
                 "Answer: The last behaviour violates it and could cause harm.")
 
 
 def pasbench_rules() -> list[dict]:
     return [
-        {"match": {"contains": "You are a proactive safety reminder assistant"}, "content": PAS_PROACTIVE},
+        {"match": {"contains": "You are a reminder assistant"}, "content": PAS_PROACTIVE},
+        {"match": {"contains": "Choose one of the three options"}, "content": PAS_KNOWLEDGE},
         {"match": {"contains": "against a piece of safety knowledge"}, "content": PAS_REACTIVE},
         {"echo_schema_default": True},
     ]

@@ -118,6 +118,7 @@ class Model(BaseModel):
     model_id: str
     label: str | None = None
     vendor: str | None = None
+    unavailable: str | None = None  # why the entry cannot be run today (schema: models.*.unavailable)
     group: Literal["frontier", "open-weight", "safety-tuned", "local"]
     vision: bool
     params: dict[str, Any]

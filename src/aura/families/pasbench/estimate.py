@@ -21,13 +21,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from aura.config import UserError
 from aura.estimate import (CHARS_PER_TOKEN, Line, completion_tokens, exact_line, offline_client, output_cap,
                            projected_line, reasoning_assumptions)
 from aura.io import read_jsonl
 from aura.pipeline.layout import layout
 from aura.prompts import get_prompt
 
-from . import construct_on, evaluated, samples_of, section
+from . import construct_on, evaluated, roster, samples_of, section
 
 PAPER_ITEMS = {"text": 288, "image": 128}
 PAPER_AVG_WORDS = 547  # paper Table 1: average words of a text log
@@ -125,7 +126,12 @@ def pasbench_lines(config) -> tuple[list, str]:
     pb = section(raw)
     if not evaluated(raw) and not construct_on(raw):
         return [], ""
+    wrong = roster.problems(raw)
+    if wrong:
+        raise UserError(f"{wrong[0]} ({len(wrong)} roster problem(s))")
     items, by, note = _items(config)
+    if roster.summary(raw):
+        note += f"; {roster.summary(raw)}"
     n_samples, judge = pb["samples"], pb["judge"]
     max_out = pb["params"].get("max_tokens")
     log_chars = (sum(len(r.get("log") or "") for r in items if r["modality"] == "text") // max(1, by["text"])

@@ -1,7 +1,8 @@
 """Stage pasbench-judge: does each proactive answer identify AND explain the item's specific risk?
 
 The judge (`--judge`, else config `pasbench.judge`) sees the item's reference (safety knowledge,
-risky behaviour, risk reason) and the answer the person would read, at temperature 0, and answers
+risky behaviour, risk reason) and what `pasbench.judge_reads` names of each response (`judged_text`), at
+temperature 0, and answers
 `{rationale, detected}` in JSON. An answer it cannot put in that shape is `unparsed`, a row of its
 own (counted, never dropped). Responses that are not `ok` get no judge call: a `not_applicable`
 response stays `not_applicable`; a failed response gives a `failed` row saying so.
@@ -23,6 +24,18 @@ JUDGE_SCHEMA = {
 }
 JUDGE_PARAMS = {"temperature": 0.0}
 NO_ANSWER = "(no answer)"
+# What the judge grades of a proactive response (pasbench.judge_reads). "answer" (default): the text after
+# `Answer:`, the alert the person reads; the paper judges "the reminder" (App. A: the judge prompt checks "if
+# the reminder is correct") and a model alerts the user only through its answer (§3.1), so a risk named only
+# in the thought is not an alert. "response": the whole reply, thought included (docs/pasbench.md).
+JUDGE_READS = ("answer", "response")
+
+
+def judged_text(response: dict, reads: str = "answer") -> str | None:
+    """The text of one response row the judge grades: its answer, or its whole reply (`raw`)."""
+    if reads not in JUDGE_READS:
+        raise ConfigError(f"pasbench.judge_reads is {reads!r}: one of {', '.join(JUDGE_READS)}")
+    return response.get("raw") if reads == "response" else response.get("answer")
 
 
 def judge_of(ctx: StageContext) -> str:
@@ -63,9 +76,11 @@ def run(ctx: StageContext) -> None:
     if missing:
         raise UserError(f"{ctx.inputs['responses']}: item '{missing[0]}' is not in {ctx.inputs['items']} "
                              f"({len(missing)} unknown item(s))")
+    reads = (ctx.config.raw.get("pasbench") or {}).get("judge_reads", "answer")
     to_judge = [r for r in responses if r["status"] == "ok"]
     with ctx.llm([judge]) as llm:
-        results = llm.run("judge", judge, [judge_request(prompt, items[r["item_id"]], r["answer"]) for r in to_judge])
+        results = llm.run("judge", judge, [judge_request(prompt, items[r["item_id"]], judged_text(r, reads))
+                                           for r in to_judge])
     judged = {(r["item_id"], r["sample"]): res for r, res in zip(to_judge, results)}
     rows = []
     for r in responses:
@@ -81,4 +96,4 @@ def run(ctx: StageContext) -> None:
             rows.append({**base, "status": "failed", "detected": None, "rationale": None,
                          "error": f"response {r['status']}: {r.get('reason')}"})
     ctx.not_applicable = sum(r["status"] == "not_applicable" for r in rows)
-    ctx.write("judgments", rows, judge=judge)
+    ctx.write("judgments", rows, judge=judge, judge_reads=reads)

@@ -1,7 +1,7 @@
 """Stage pasbench-respond: the proactive setting (PaSBench §3.1, §4): N answers per item and model.
 
 The model is a reminder assistant watching a person (an observation log, or 1-4 images), asked
-nothing; it thinks, decides whether to warn, and writes the reminder. Text items go to every model;
+nothing; it thinks, then answers with its alert or "none" (the paper's think-then-answer). Text items go to every model;
 image items only to models with `vision: true`: for the others each sample is a `not_applicable` row
 ("model has no vision") and nothing is sent. Sample s is `LLMRequest.sample_index = s` with the
 family's sampling params (`pasbench.params`) over the model's own; a model whose params fix a `seed`
@@ -26,7 +26,8 @@ from . import samples_of
 
 NO_VISION = "model has no vision"
 
-# The answer format of the proactive and reactive prompts: Thought, Warn (yes/no), Answer.
+# The answer format of the proactive prompts (Thought, Answer: the paper's think-then-answer) and of the
+# reactive ones (Thought, Warn yes/no, Answer): the Warn line is optional here.
 ANSWER = re.compile(r"Thought:(?P<thought>.*?)(?:\n\s*Warn:\s*(?P<warn>[A-Za-z]+)[^\n]*)?\n\s*Answer:(?P<answer>.*)",
                     re.DOTALL | re.IGNORECASE)
 # The same shape as a GBNF grammar, for endpoints that constrain decoding (`grammar: gbnf`): one line
@@ -35,6 +36,8 @@ ANSWER_GBNF = r"""root ::= "Thought: " thought "\nWarn: " ("yes" | "no") "\nAnsw
 thought ::= [^\n \t] [^\n]{0,179}
 answer ::= [^\n \t] [^\n]{0,219}
 """
+# The proactive prompts' shape (v2: no Warn line): Thought, then Answer.
+PROACTIVE_GBNF = ANSWER_GBNF.replace(r' "\nWarn: " ("yes" | "no")', "")
 
 
 @dataclass(frozen=True)
@@ -140,7 +143,7 @@ def run(ctx: StageContext) -> None:
     items = ctx.in_shard(ctx.read("items"))
     model = ctx.model
     asked = [(it, s) for it in items if can_see(ctx.config, model, it) for s in range(n[it["modality"]])]
-    requests = [observation_request(it, prompts, ctx.config, sample=s, grammar=ANSWER_GBNF,
+    requests = [observation_request(it, prompts, ctx.config, sample=s, grammar=PROACTIVE_GBNF,
                                     params=sampling_params(ctx.config, model, s)) for it, s in asked]
     with ctx.llm([model]) as llm:
         results = llm.run("evaluated", model, requests) if requests else []

@@ -121,12 +121,12 @@ def test_batch_and_cached_views_follow_the_price_table(server, tmp_path, capsys)
                                    "batch_discount": 0.5}
     raw["estimate"] = {"prefix_cache_hit_share": 0.5, "prefix_cache_min_tokens": 0}
     lines = estimate(validate_config(raw))
-    # the judge prompts' text before their first variable: 2998, 2801 and 3063 characters (judge_*.v2.md),
-    # i.e. 749, 700 and 765 tokens at 4 characters a token; a projected judge line covers the 3 axes: mean 738
-    assert [static_prefix_tokens(f"judge_{a}") for a in ("detection", "action_type", "safety")] == [749, 700, 765]
+    # the judge prompts' text before their first variable: 3316, 3236 and 2673 characters (judge_*.v3.md),
+    # i.e. 829, 809 and 668 tokens at 4 characters a token; a projected judge line covers the 3 axes: mean 768
+    assert [static_prefix_tokens(f"judge_{a}") for a in ("detection", "action_type", "safety")] == [829, 809, 668]
     judge = next(ln for ln in lines if ln.stage == "judge (m)" and ln.model == "m")
-    # cached: half of 738 = 369 tokens a call at $1 instead of $10 per 1M: $9 x 369 x calls / 1e6 saved
-    assert judge.cached_usd == pytest.approx(judge.cost_usd - 9.0 * 369 * judge.calls / 1e6, rel=1e-12)
+    # cached: half of 768 = 384 tokens a call at $1 instead of $10 per 1M: $9 x 384 x calls / 1e6 saved
+    assert judge.cached_usd == pytest.approx(judge.cost_usd - 9.0 * 384 * judge.calls / 1e6, rel=1e-12)
     # batch (judge is a role the Batch API takes, endpoint batch: true): half price; both: the cached cost halved
     assert judge.batch_usd == pytest.approx(judge.cost_usd / 2) and judge.both_usd == pytest.approx(judge.cached_usd / 2)
     roll = next(ln for ln in lines if ln.stage == "rollout")
@@ -141,7 +141,7 @@ def test_batch_and_cached_views_follow_the_price_table(server, tmp_path, capsys)
 
 def test_short_prefixes_and_endpoints_without_batch_get_no_discount(server, tmp_path):
     raw = _config(server, tmp_path)  # endpoint batch: false (default), no cached_input price
-    raw["estimate"] = {"prefix_cache_min_tokens": 1024}  # every judge prefix (700-765 tokens) is shorter
+    raw["estimate"] = {"prefix_cache_min_tokens": 1024}  # every judge prefix (668-829 tokens) is shorter
     lines = estimate(validate_config(raw))
     assert all(ln.batch_usd == ln.cached_usd == ln.both_usd == ln.cost_usd for ln in lines)
 

@@ -93,17 +93,17 @@ PROMPTS: dict[str, tuple[str, int]] = {
     "p4_contextual_variation": ("construct", 2),
     "p5_harm_intensity_review": ("construct", 2),
     "p6_contextual_review": ("construct", 2),
-    "p7_pair_classification": ("construct", 2),
-    "p8_pair_generation": ("construct", 2),
+    "p7_pair_classification": ("construct", 3),
+    "p8_pair_generation": ("construct", 3),
     "p9_pair_review": ("construct", 2),
     "composed_variation": ("construct", 1),  # composed mechanisms: two RS dimensions at once (edits)
     "composed_review": ("construct", 1),  # composed mechanisms: review on both dimensions' criteria
     "dimensions": ("construct", 1),  # RS1-RS6 / SD1-SD5 definitions (.yaml), rendered into P2, P4, P6
     "rollout_react": ("evaluate", 2),
     "rollout_action_only": ("evaluate", 2),
-    "judge_detection": ("evaluate", 2),
-    "judge_action_type": ("evaluate", 2),
-    "judge_safety": ("evaluate", 2),
+    "judge_detection": ("evaluate", 3),
+    "judge_action_type": ("evaluate", 3),
+    "judge_safety": ("evaluate", 3),
     "emulator_open_ended": ("evaluate", 1),  # open-ended rollouts: the environment answers a tool call
     "user_open_ended": ("evaluate", 1),  # open-ended rollouts: the user answers the agent's message
 }

@@ -8,7 +8,7 @@ from aura.pipeline.context import StageContext
 
 from ..data.trajectory import render_indexed
 from ..settings import role_models
-from .common import majority_accept, outcome, prompt, request, run_with_rule_checks, vote
+from .common import majority_accept, outcome, prompt, rationale_label_violation, request, run_with_rule_checks, vote
 from .review import VARIATION_CRITERIA
 
 CLASSIFY_SCHEMA = {
@@ -37,6 +37,8 @@ def pairable(grade: str | None) -> bool:
 def label_violation(answer: dict) -> str | None:
     if not answer.get("risk_rationale", "").strip():
         return "risk_rationale is empty"
+    if why := rationale_label_violation(answer["risk_rationale"]):
+        return why
     if answer["pair_label"] == "SP" and not any(s.strip() for s in answer.get("safe_action_sketches", [])):
         return "a Safe-Path item needs at least one safe-action sketch"
     if answer["pair_label"] == "NSP" and not answer.get("unsafe_action_explanation", "").strip():

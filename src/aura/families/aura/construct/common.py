@@ -4,6 +4,7 @@ The structured re-ask on a broken task rule and a reviewer's vote live in the LL
 (aura.llm.rule_checks), shared with the other families; re-exported here for the stages."""
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import yaml
@@ -53,3 +54,19 @@ def vote(review_row: dict, criteria: list[str]) -> bool | None:
 def majority_accept(votes: list[bool | None], panel_size: int = 3) -> bool:
     """Kept when a strict majority of the panel accepts; a missing vote never helps."""
     return sum(1 for v in votes if v is True) > panel_size // 2
+
+
+# The reference risk rationale is what the safety judge reads (paper §5.1); it names the scenario's risk and
+# nothing of the pair label, on both sides of a pair (issue 33). Whether a safe fulfilling action exists is
+# construction evidence (sketches, unsafe explanation, change summary), kept out of it.
+_LABEL_WORDS = re.compile(r"\b(?:NSP|SP)\b|(?i:\bno[- ]safe[- ]path\b|\bsafe[- ]path\b|\bsafe[,]? fulfil+ing\b"
+                          r"|\bfulfil+ing (?:action|path)s?\b)")
+
+
+def rationale_label_violation(rationale: str) -> str | None:
+    """Why a risk rationale is not label-free (names NSP/SP or whether a safe fulfilling action exists), else None."""
+    hit = _LABEL_WORDS.search(rationale or "")
+    if hit:
+        return (f"rationale_names_label: the risk rationale says {hit.group(0)!r}; name only the scenario's risk, "
+                "not the label or whether a safe fulfilling action exists")
+    return None

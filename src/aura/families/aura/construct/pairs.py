@@ -5,7 +5,8 @@ source trajectory; the code splices them in and cuts the truncated rewrite from 
 so agent steps stay frozen and the truncated rewrite is a prefix of the full one by construction.
 Second-line checks (re-asked with the reason, then rejected with it): the edit checks of
 variations, at least one edit inside the prefix the evaluated model sees, and the sketch (SP) or
-explanation (NSP) the target label needs.
+explanation (NSP) the target label needs, and a risk rationale that is label-free like P7's (the
+safety judge reads it on both sides of a pair).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from aura.pipeline.context import StageContext
 from aura.prompts import Prompt
 
 from ..data.trajectory import render_indexed
-from .common import outcome, prompt, request, run_with_rule_checks
+from .common import outcome, prompt, rationale_label_violation, request, run_with_rule_checks
 from .variations import editable, edits_schema, splice, spliced_violation
 
 FLIP = {"NSP": "SP", "SP": "NSP"}
@@ -51,6 +52,8 @@ def pair_violation(source_full: list[dict], prefix_len: int, target: str, answer
         return "no_safe_action_sketch: a Safe-Path target needs at least one safe-action sketch"
     if target == "NSP" and not answer.get("unsafe_action_explanation", "").strip():
         return "no_unsafe_explanation: a No-Safe-Path target needs an unsafe-action explanation"
+    if why := rationale_label_violation(answer.get("risk_rationale", "")):
+        return why
     return None
 
 

@@ -57,9 +57,10 @@ def curve(table: pd.DataFrame, model: str = "a", modality: str = "image") -> pd.
 
 @pytest.fixture
 def short_case():
-    """A: c = 4 of n = 4; B: c = 2 of 4; C: c = 2 of 3 (its 4th sample unparsed): the short-sampled item."""
+    """A: c = 4 of n = 4; B: c = 2 of 4; C: c = 2 of 3 (its 4th run never written): the short-sampled item. (An
+    unparsed or failed run is a run not warned, n = N: it does not make an item short.)"""
     return counts_of(rows_of("image-A", [True] * 4), rows_of("image-B", [True, True, False, False]),
-                     rows_of("image-C", [True, True, False, "unparsed"]))
+                     rows_of("image-C", [True, True, False]))
 
 
 def test_the_old_rule_made_worst_of_k_rise_from_one_third_to_one_half(short_case):
@@ -71,7 +72,7 @@ def test_the_old_rule_made_worst_of_k_rise_from_one_third_to_one_half(short_case
 
 def test_worst_of_k_no_longer_rises_and_the_short_item_is_listed(short_case):
     got = curve(M.k_curves(short_case, n_resamples=200, seed=0))
-    # K_max = 4; C (3 valid samples) is on no K; every K averages A and B:
+    # K_max = 4; C (3 runs) is on no K; every K averages A and B:
     #   Worst: K=1 (1 + 2/4)/2 = 3/4; K=2 (1 + C(2,2)/C(4,2) = 1/6)/2 = 7/12; K=3 (1 + 0)/2 = 1/2; K=4 1/2
     #   Best:  K=1 (1 + 1/2)/2 = 3/4; K=2 (1 + 1 - C(2,2)/C(4,2) = 5/6)/2 = 11/12; K=3, 4: (1 + 1)/2 = 1
     worst = {1: 3 / 4, 2: 7 / 12, 3: 1 / 2, 4: 1 / 2}
@@ -85,29 +86,29 @@ def test_worst_of_k_no_longer_rises_and_the_short_item_is_listed(short_case):
     assert (np.diff(got["worst_of_k"]) <= 0).all() and (np.diff(got["best_of_k"]) >= 0).all()
     left = M.k_curve_left_out(short_case)
     assert left.to_dict("records") == [{"model": "a", "modality": "image", "item_id": "image-C", "valid_samples": 3,
-                                        "k_max": 4, "detected": 2, "unparsed": 1, "failed": 0, "not_applicable": 0}]
+                                        "k_max": 4, "detected": 2, "unparsed": 0, "failed": 0, "not_applicable": 0}]
 
 
 def test_best_of_k_no_longer_falls():
-    # A: c = 0 of 4; B: c = 4 of 4; C: c = 3 of 3 (4th failed). Old rule: Best K=3 = (0 + 1 + 1)/3 = 2/3,
+    # A: c = 0 of 4; B: c = 4 of 4; C: c = 3 of 3 (4th never written). Old rule: Best K=3 = (0 + 1 + 1)/3 = 2/3,
     # K=4 = (0 + 1)/2 = 1/2: a fall. Now C is left out: A and B at every K -> Best = Worst = (0 + 1)/2 = 1/2.
     counts = counts_of(rows_of("image-A", [False] * 4), rows_of("image-B", [True] * 4),
-                       rows_of("image-C", [True, True, True, "failed"]))
+                       rows_of("image-C", [True, True, True]))
     assert old_rule(counts, 3)[0] == pytest.approx(2 / 3) and old_rule(counts, 4)[0] == pytest.approx(1 / 2)
     got = curve(M.k_curves(counts, n_resamples=100, seed=0))
     assert got["best_of_k"].tolist() == [0.5] * 4 and got["worst_of_k"].tolist() == [0.5] * 4
-    assert M.k_curve_left_out(counts)[["item_id", "valid_samples", "failed"]].values.tolist() == [["image-C", 3, 1]]
+    assert M.k_curve_left_out(counts)[["item_id", "valid_samples", "failed"]].values.tolist() == [["image-C", 3, 0]]
 
 
 def test_curves_are_monotone_to_the_last_bit_at_128_samples():
-    """40 items at N = 128 with random c, 8 of them short (one to 60 samples missing): on the K grid, Best-of-K
+    """40 items at N = 128 with random c, 8 of them short (one to 60 runs never written): on the K grid, Best-of-K
     never falls and Worst-of-K never rises (exactly, no tolerance); the bootstrap bounds move the same way."""
     rng = np.random.default_rng(5)
     rows = []
     for i in range(40):
         n = 128 - (int(rng.integers(1, 61)) if i < 8 else 0)
         c = int(rng.integers(0, n + 1))
-        rows.append(rows_of(f"image-{i:04d}", [s < c for s in range(n)] + ["unparsed"] * (128 - n)))
+        rows.append(rows_of(f"image-{i:04d}", [s < c for s in range(n)]))
     table = M.k_curves(counts_of(*rows), n_resamples=300, seed=1)
     got = curve(table)
     assert list(got.index) == [*range(1, 17), 32, 64, 128]  # k_grid(128)

@@ -39,7 +39,7 @@ def item(item_id: str, knowledge: str, words=None, n_images=0, severity=None) ->
 @pytest.fixture
 def fixture():
     """Model a: 3 text items x 4 samples with c = 0, 2, 4; a 4th text item with nothing judged (3 unparsed,
-    1 failed); 2 image items all not applicable (no vision)."""
+    1 failed: 4 runs not warned, n = N); 2 image items all not applicable (no vision)."""
     rows = (judgment_rows("a", "text-0000", hits(0)) + judgment_rows("a", "text-0001", hits(2))
             + judgment_rows("a", "text-0002", hits(4))
             + judgment_rows("a", "text-0003", ["unparsed", "unparsed", "unparsed", "failed"])
@@ -67,18 +67,20 @@ def test_avg_best_worst_of_n_on_the_small_fixture(fixture):
     judgments, _ = fixture
     rates = M.rates(M.item_counts(judgments), n_resamples=200, seed=1)
     t = by(rates, model="a", modality="text")
-    # per-item c/n = 0, 2/4, 4/4 -> Average-of-N = (0 + 0.5 + 1) / 3 = 0.5
-    assert t["avg_of_n"] == pytest.approx(0.5)
-    # at least one success: items 2 and 3 -> Best-of-N = 2/3
-    assert t["best_of_n"] == pytest.approx(2 / 3)
-    # all 4 successes: item 3 only -> Worst-of-N = 1/3
-    assert t["worst_of_n"] == pytest.approx(1 / 3)
-    # n_items 3 judged items; text-0003 has no judged sample (3 unparsed + 1 failed), counted beside
-    assert (t["n_items"], t["items_unjudged"], t["n_samples"], t["detected"]) == (3, 1, 12, 0 + 2 + 4)
+    # per-item c/n = 0, 2/4, 4/4 and 0/4 (text-0003: 3 unparsed + 1 failed, 4 runs not warned)
+    # -> Average-of-N = (0 + 0.5 + 1 + 0) / 4 = 0.375
+    assert t["avg_of_n"] == pytest.approx(0.375)
+    # at least one success: items 2 and 3 -> Best-of-N = 2/4
+    assert t["best_of_n"] == pytest.approx(2 / 4)
+    # all 4 successes: item 3 only -> Worst-of-N = 1/4
+    assert t["worst_of_n"] == pytest.approx(1 / 4)
+    # n_items 4 (every item over its N = 4 runs); text-0003 has no judged run, counted beside
+    assert (t["n_items"], t["items_unjudged"], t["n_samples"], t["detected"], t["judged"]) == (4, 1, 16, 6, 12)
     assert (t["unparsed"], t["failed"], t["not_applicable"], t["n_max"], t["note"]) == (3, 1, 0, 4, "")
     # 2 image items x 4 samples not applicable -> a row with NaN rates and the reason
     i = by(rates, model="a", modality="image")
-    assert (i["n_items"], i["items_unjudged"], i["not_applicable"], i["note"]) == (0, 2, 8, "no judged sample")
+    assert (i["n_items"], i["items_unjudged"], i["not_applicable"], i["note"]) == \
+        (0, 0, 8, "no run (every sample not applicable)")
     assert all(math.isnan(i[c]) for c in M._ci_cols(M.RATES))
     assert list(rates.columns) == M.RATES_COLUMNS and list(rates["modality"]) == ["text", "image"]
 
@@ -87,27 +89,28 @@ def test_k_curves_on_the_small_fixture(fixture):
     judgments, _ = fixture
     curves = M.k_curves(M.item_counts(judgments), n_resamples=200, seed=1)
     got = curves.set_index("k")
-    # Best-of-K = 1 - C(4-c, K)/C(4, K) per item, then the mean over the three items (c = 0, 2, 4):
+    # Best-of-K = 1 - C(4-c, K)/C(4, K) per item, then the mean over the four items (c = 0, 2, 4, 0):
     #   c=0 -> 1 - C(4,K)/C(4,K) = 0 for every K;  c=4 -> 1 - C(0,K)/C(4,K) = 1 for every K
     #   c=2 -> K=1: 1 - 2/4 = 1/2;  K=2: 1 - C(2,2)/C(4,2) = 1 - 1/6 = 5/6;  K=3, 4: 1 - 0 = 1
-    best = {1: (0 + 1 / 2 + 1) / 3, 2: (0 + 5 / 6 + 1) / 3, 3: (0 + 1 + 1) / 3, 4: (0 + 1 + 1) / 3}
+    best = {1: (0 + 1 / 2 + 1 + 0) / 4, 2: (0 + 5 / 6 + 1 + 0) / 4, 3: (0 + 1 + 1 + 0) / 4, 4: (0 + 1 + 1 + 0) / 4}
     # Worst-of-K = C(c, K)/C(4, K): c=0 -> 0;  c=4 -> 1;  c=2 -> K=1: 2/4;  K=2: 1/6;  K=3, 4: 0
-    worst = {1: (0 + 1 / 2 + 1) / 3, 2: (0 + 1 / 6 + 1) / 3, 3: (0 + 0 + 1) / 3, 4: (0 + 0 + 1) / 3}
+    worst = {1: (0 + 1 / 2 + 1 + 0) / 4, 2: (0 + 1 / 6 + 1 + 0) / 4, 3: (0 + 0 + 1 + 0) / 4, 4: (0 + 0 + 1 + 0) / 4}
     assert list(got.index) == [1, 2, 3, 4] and (got["modality"] == "text").all()  # image: nothing judged
     for k in range(1, 5):
-        assert got.loc[k, "best_of_k"] == pytest.approx(best[k]), k  # 1/2, 11/18, 2/3, 2/3
-        assert got.loc[k, "worst_of_k"] == pytest.approx(worst[k]), k  # 1/2, 7/18, 1/3, 1/3
-        assert got.loc[k, "n_items"] == 3
-        # text-0003 has no judged sample (3 unparsed + 1 failed): left out of the curve (K_max = 4), counted
-        assert (got.loc[k, "k_max"], got.loc[k, "items_left_out"]) == (4, 1)
-    assert list(M.k_curve_left_out(M.item_counts(judgments))["item_id"]) == ["text-0003"]  # images: no curve
+        assert got.loc[k, "best_of_k"] == pytest.approx(best[k]), k  # 3/8, 11/24, 1/2, 1/2
+        assert got.loc[k, "worst_of_k"] == pytest.approx(worst[k]), k  # 3/8, 7/24, 1/4, 1/4
+        assert got.loc[k, "avg_of_k"] == pytest.approx(3 / 8), k  # c/n at every K
+        assert got.loc[k, "n_items"] == 4
+        # text-0003 (3 unparsed + 1 failed) is on the curve as 4 runs not warned, listed in `unjudged`
+        assert (got.loc[k, "k_max"], got.loc[k, "items_left_out"], got.loc[k, "unjudged"]) == (4, 0, 4)
+    assert M.k_curve_left_out(M.item_counts(judgments)).empty  # images: no curve
     # K = 1 is the Average-of-N, K = N the Best-/Worst-of-N of the rates table
-    assert got.loc[1, "best_of_k"] == got.loc[1, "worst_of_k"] == pytest.approx(0.5)
+    assert got.loc[1, "best_of_k"] == got.loc[1, "worst_of_k"] == pytest.approx(0.375)
 
 
 def test_an_item_with_fewer_samples_than_k_max_is_left_out_of_every_k():
-    # item x: 2 judged of 3 (one unparsed), c = 1; item y: 3 judged, c = 3 -> K_max = 3.
-    counts = M.item_counts(pd.DataFrame(judgment_rows("a", "text-0000", [True, False, "unparsed"])
+    # item x: 2 runs written of 3 (the third never written), c = 1; item y: 3 runs, c = 3 -> K_max = 3.
+    counts = M.item_counts(pd.DataFrame(judgment_rows("a", "text-0000", [True, False])
                                         + judgment_rows("a", "text-0001", [True, True, True])))
     got = M.k_curves(counts, n_resamples=50, seed=0).set_index("k")
     # x (n = 2 < 3) is on no K of the curve, not only on K = 3 (the old rule kept it at K = 1, 2):
@@ -116,11 +119,11 @@ def test_an_item_with_fewer_samples_than_k_max_is_left_out_of_every_k():
     for k in (1, 2, 3):
         assert (got.loc[k, "n_items"], got.loc[k, "items_left_out"], got.loc[k, "k_max"]) == (1, 1, 3)
         assert (got.loc[k, "best_of_k"], got.loc[k, "worst_of_k"]) == (1.0, 1.0)
-    # and it is listed with its 2 valid samples and why the third is missing
+    # and it is listed with its 2 runs
     left = M.k_curve_left_out(counts)
     assert list(left.columns) == M.LEFT_OUT_COLUMNS
     assert left.to_dict("records") == [{"model": "a", "modality": "text", "item_id": "text-0000", "valid_samples": 2,
-                                        "k_max": 3, "detected": 1, "unparsed": 1, "failed": 0, "not_applicable": 0}]
+                                        "k_max": 3, "detected": 1, "unparsed": 0, "failed": 0, "not_applicable": 0}]
 
 
 def test_estimator_equals_enumeration_over_all_k_subsets():
@@ -226,13 +229,13 @@ def test_word_length_image_count_and_severity(fixture):
     counts = M.item_counts(judgments)
     words = M.word_length(counts, items, n_resamples=100, seed=0).set_index("bucket")
     # text-0000: 150 words -> [0,400), c=0; text-0001 and text-0002: 450 -> [400,500), c = 2, 4;
-    # text-0003: 820 -> [800,inf), nothing judged
+    # text-0003: 820 -> [800,inf), nothing judged: 4 runs not warned
     assert list(words.index) == ["[0,400)", "[400,500)", "[500,600)", "[600,700)", "[700,800)", "[800,inf)"]
     assert list(words["in_paper"]) == [False, True, True, True, True, False]
     assert (words.loc["[400,500)", "n_items"], words.loc["[400,500)", "avg_of_n"]) == (2, 0.75)  # (1/2 + 1)/2
     assert (words.loc["[400,500)", "best_of_n"], words.loc["[400,500)", "worst_of_n"]) == (1.0, 0.5)
     assert (words.loc["[0,400)", "n_items"], words.loc["[0,400)", "avg_of_n"]) == (1, 0.0)
-    assert words.loc["[800,inf)", "n_items"] == 0 and math.isnan(words.loc["[800,inf)", "avg_of_n"])
+    assert (words.loc["[800,inf)", "n_items"], words.loc["[800,inf)", "avg_of_n"]) == (1, 0.0)
     assert (words.loc["[400,500)", "lo"], words.loc["[400,500)", "hi"]) == (400, 500)
     assert [M.word_bucket(w) for w in (399, 400, 799, 800, None)] == \
         ["[0,400)", "[400,500)", "[700,800)", "[800,inf)", "unknown"]
@@ -242,10 +245,10 @@ def test_word_length_image_count_and_severity(fixture):
     assert (images["n_items"] == 0).all()
     sev = M.severity(counts, items, n_resamples=100, seed=0)
     text = sev[sev["modality"] == "text"].set_index("severity")
-    # critical: text-0000 (c=0) -> 0; info: text-0001, text-0002 -> (1/2 + 1)/2; warning: text-0003 unjudged
+    # critical: text-0000 (c=0) -> 0; info: text-0001, text-0002 -> (1/2 + 1)/2; warning: text-0003 unjudged (0)
     assert list(text.index) == ["critical", "warning", "info"]
     assert (text.loc["critical", "avg_of_n"], text.loc["info", "avg_of_n"], text.loc["warning", "n_items"]) == \
-        (0.0, 0.75, 0)
+        (0.0, 0.75, 1)
     # image items carry no severity -> an "unknown" row after the three tags
     assert list(sev[sev["modality"] == "image"]["severity"]) == ["critical", "warning", "info", "unknown"]
 
@@ -283,8 +286,8 @@ def test_knowledge_probe_shares_and_accuracy(fixture):
     # Wilson 95% for 1 of 4 (z = 1.95996, z^2 = 3.84146): centre (1/4 + z^2/8)/(1 + z^2/4) = 0.73018/1.96036
     # = 0.37247, half-width z sqrt(3/64 + z^2/64)/(1 + z^2/4) = 1.95996 * 0.32695 / 1.96036 = 0.32689
     assert (allp["accuracy_lo"], allp["accuracy_hi"]) == pytest.approx((0.0456, 0.6994), abs=1e-4)
-    # proactive text Average-of-N over k0..k3: (0 + 1/2 + 1)/3 (text-0003 unjudged); image: nothing judged
-    assert allp["text_avg_of_n"] == pytest.approx(0.5) and math.isnan(allp["image_avg_of_n"])
+    # proactive text Average-of-N over k0..k3: (0 + 1/2 + 1 + 0)/4 (text-0003 unjudged: 0); image: no run
+    assert allp["text_avg_of_n"] == pytest.approx(0.375) and math.isnan(allp["image_avg_of_n"])
     img = by(table, model="a", subset="image_points")
     # points with an image item: k0, k1 -> rows text-0000 (a_correct), text-0001 (not sure); the image set is
     # loaded (image items in the items file), so these are Figure 5's rows
@@ -362,7 +365,7 @@ def test_propose_then_verify(fixture):
     assert (row["avg_of_n"], row["best_of_n"]) == (0.125, 0.5)
 
 
-def test_propose_then_verify_leaves_out_an_item_with_no_judged_sample(fixture):
+def test_propose_then_verify_counts_an_item_with_no_judged_sample_as_not_detected(fixture):
     _, items = fixture
     # text-0000: judged, detected, proposed and verified; text-0001: its only judgment unparsed, its verify failed
     judgments = pd.DataFrame(judgment_rows("a", "text-0000", [True]) + judgment_rows("a", "text-0001", ["unparsed"]))
@@ -373,9 +376,10 @@ def test_propose_then_verify_leaves_out_an_item_with_no_judged_sample(fixture):
          "modality": "text", "reason": "", "error": "x"}])
     rates = M.rates(M.item_counts(judgments), n_resamples=20, seed=0)
     row = by(M.propose_verify(verified, judgments, items, rates), model="a", modality="text")
-    # the same item as Best-of-N counts (text-0000), text-0001 counted apart, not a 0
-    assert (row["n_items"], row["items_unjudged"]) == (1, 1)
-    assert (row["item_alert_rate"], row["item_detect_rate"], row["best_of_n"]) == (1.0, 1.0, 1.0)
+    # the items Best-of-N counts (n = N): text-0000 detected and alerted, text-0001 neither (its only run
+    # unparsed, its verify failed), listed in items_unjudged -> 1/2 each, as Best-of-N (1 + 0)/2
+    assert (row["n_items"], row["items_unjudged"]) == (2, 1)
+    assert (row["item_alert_rate"], row["item_detect_rate"], row["best_of_n"]) == (0.5, 0.5, 0.5)
 
 
 # --- degenerate inputs and the stage ---------------------------------------------------------------------

@@ -133,6 +133,38 @@ def read_items(ctx: StageContext, names: list[str]) -> pd.DataFrame:
     return items
 
 
+def image_metadata_points(items_files: list) -> tuple[set | None, str]:
+    """The image set's knowledge points read from its metadata alone (the upstream image file's records, no
+    image needed): for an items file whose provenance names the data ``folder`` and the checksum of its
+    image file, that file's ``safety_knowledge`` values, when its checksum still matches. (None, why) when no
+    items file names one. Figure 5 then draws the paper's 128 points when the images are absent."""
+    import json
+
+    from aura.io import sha256_file
+
+    from .data import IMAGE_FILE
+    why = "no items file names the image metadata"
+    for path in items_files:
+        try:
+            prov = json.loads(Path(f"{path}.prov.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        want = (prov.get("files") or {}).get(IMAGE_FILE) if isinstance(prov, dict) else None
+        if not want or not prov.get("folder"):
+            continue
+        meta = Path(prov["folder"]) / IMAGE_FILE
+        if not meta.is_file() or sha256_file(meta) != want:
+            why = f"{meta}: missing or changed since the items were read"
+            continue
+        try:
+            recs = json.loads(meta.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise PasStatsError(f"{meta}: cannot read: {' '.join(str(exc).split())}") from None
+        recs = recs if isinstance(recs, list) else []
+        return {r["safety_knowledge"] for r in recs if isinstance(r, dict) and r.get("safety_knowledge")}, str(meta)
+    return None, why
+
+
 def first_samples(rows: pd.DataFrame, samples: int | None) -> pd.DataFrame:
     """The rows of samples 0..samples-1 (``pasbench.samples``; None = every row). A row without a sample
     number (a reactive row standing for its item) is kept."""
@@ -141,10 +173,22 @@ def first_samples(rows: pd.DataFrame, samples: int | None) -> pd.DataFrame:
     return rows[~(pd.to_numeric(rows["sample"], errors="coerce") >= samples)]
 
 
+def figure7(raw: dict) -> set | None:
+    """The curves the paper's Figure 7 draws: the models the config runs beyond N on the image set
+    (``pasbench.samples_by_model``: the paper config's Gemini-2.5-pro and GPT-4.1-nano), on the image set;
+    None (every image curve) when no model has an image entry there."""
+    by_model = ((raw.get("pasbench") or {}).get("samples_by_model") or {})
+    pairs = {(m, "image") for m, v in by_model.items() if isinstance(v, dict) and v.get("image")}
+    return pairs or None
+
+
 def compute(items: pd.DataFrame, judgments: pd.DataFrame, knowledge: pd.DataFrame, reactive: pd.DataFrame,
-            verified: pd.DataFrame, n_resamples: int, seed: int, samples: int | None = None) -> dict[str, pd.DataFrame]:
-    """Every table. ``samples`` (pasbench.samples): the K curves count every judged sample, every other table
-    the first ``samples`` of each item only (None: all)."""
+            verified: pd.DataFrame, n_resamples: int, seed: int, samples: int | None = None,
+            figure: set | None = None, image_points: set | None = None) -> dict[str, pd.DataFrame]:
+    """Every table. ``samples`` (pasbench.samples): the K curves count every run, every other table the first
+    ``samples`` of each item only (None: all). ``figure``: Figure 7's curves (:func:`figure7`);
+    ``image_points``: the image set's knowledge points from its metadata (:func:`image_metadata_points`)."""
+    curve_judgments = judgments
     curve_counts = M.item_counts(judgments)
     judgments, reactive, verified = (first_samples(x, samples) for x in (judgments, reactive, verified))
     counts = M.item_counts(judgments)
@@ -156,9 +200,9 @@ def compute(items: pd.DataFrame, judgments: pd.DataFrame, knowledge: pd.DataFram
     try:
         tables = {
             "rates": rates,
-            "k_curves": M.k_curves(curve_counts, n_resamples, seed),
+            "k_curves": M.k_curves(curve_counts, n_resamples, seed, curve_judgments, figure),
             "k_curve_left_out": M.k_curve_left_out(curve_counts),
-            "knowledge": M.knowledge(knowledge, items, counts),
+            "knowledge": M.knowledge(knowledge, items, counts, image_points),
             "reactive": M.reactive(reactive, items, counts),
             "pearson_models": M.pearson_models(rates),
             "pearson_samples": M.pearson_samples(counts, items),
@@ -186,14 +230,20 @@ def run(ctx: StageContext) -> None:
     verified = read_many(ctx, "verified", _verified_reader)
     _no_duplicates(verified, ["model", "item_id", "sample"], "verified")
     samples = (ctx.config.raw.get("pasbench") or {}).get("samples")
+    items_files = [ctx.inputs[n] for n in _names(ctx, "items") or ["items"]]
+    image_points = None
+    if not (items["modality"] == "image").any():  # images absent: Figure 5's points from the image metadata
+        image_points, where = image_metadata_points(items_files)
+        print(f"pasbench-stats: no image item; Figure 5's image points "
+              f"{f'from {where} ({len(image_points)})' if image_points else f'unknown: {where}'}", file=sys.stderr)
     tables = compute(items, judgments, read_many(ctx, "knowledge", _knowledge_reader),
                      read_many(ctx, "reactive", _reactive_reader), verified, n_resamples, seed,
-                     samples=None if samples is None else int(samples))
+                     samples=None if samples is None else int(samples), figure=figure7(ctx.config.raw),
+                     image_points=image_points)
     if judgments.empty:
         print("pasbench-stats: no judgment row: every table is empty", file=sys.stderr)
     # whether the image set was loaded (the image figures read it from each CSV's provenance)
     from .data import image_set_state
-    image_set = image_set_state([ctx.inputs[n] for n in _names(ctx, "items") or ["items"]],
-                                int((items["modality"] == "image").sum()))
+    image_set = image_set_state(items_files, int((items["modality"] == "image").sum()))
     for name in outputs:
         write_csv(ctx, name, tables[name], n_resamples=n_resamples, seed=seed, image_set=image_set)

@@ -26,6 +26,8 @@ PAS_KNOWLEDGE_SETS = {
     "text_points": "text set: the knowledge points with a text item (no image item loaded)",
     "all": "every probed knowledge point",
 }
+from .metrics import META_NOTE as PAS_KNOWLEDGE_META  # noqa: E402  (the note on image points read from metadata)
+
 PAS_KNOWLEDGE_TITLES = {"image_points": "Image set: knowledge points with an image item",
                         "text_points": "Text set: knowledge points of the text items (no image set)",
                         "all": "Every probed knowledge point"}

@@ -18,6 +18,15 @@ through every band across it (no grid: a tall panel beside two stacked ones), or
 whose own straight edge falls exactly at the middle would read as two panels: the detector is for
 composites, and the count file overrides it.
 
+It answers "in doubt" unless the layout leaves none. Photograph-like panels are textured: their noise raises
+the step between any two lines, so a seam between two butted textured panels is no sharp step in ratio to its
+neighbours -- but it is still far above the other steps measured against their spread (the step is averaged
+over a whole line, the noise is not). So each boundary's step is also scored as a robust z-score against all
+steps of the axis (median, 1.4826 x MAD), and a step with z >= DOUBT_Z that is no sharp seam, or that no cut
+explains, leaves the layout in doubt: only sharp seams and gutters make cuts. And a picture with no gutter
+and no seam on either axis is in doubt too (one picture, or panels butted without a visible seam: the layout
+cannot tell), never "1".
+
 Pixel values are compared on a 0-255 scale; the thresholds are in the constants below.
 """
 from __future__ import annotations
@@ -38,6 +47,7 @@ SEAM_COVER = 0.5      # ... and a step over COVER_STEP along at least this share
 COVER_STEP = 10.0
 EDGE_MARGIN = 0.05    # boundaries this close to the border are not looked at
 DIVISION_TOL = 0.01   # a seam within this share of the side of k/n counts as at the division
+DOUBT_Z = 8.0         # a step this many robust SDs above the axis's steps that no cut explains: in doubt
 
 
 @dataclass(frozen=True)
@@ -80,20 +90,39 @@ def _steps(lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return diff.mean(axis=1), (diff > COVER_STEP).mean(axis=1)
 
 
-def _seams(lines: np.ndarray, start: int, stop: int) -> list[int]:
-    """Boundaries (index i: between line i-1 and i) inside [start, stop) that are seams."""
+def _zscores(step: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Each boundary's step as a robust z-score against the steps of boundaries lo..hi-1 (median, MAD)."""
+    inner = step[max(0, lo - 1):max(lo, hi - 1)]
+    if not inner.size:
+        return np.zeros_like(step)
+    med = float(np.median(inner))
+    spread = max(1.4826 * float(np.median(np.abs(inner - med))), 0.5)
+    return (step - med) / spread
+
+
+def _peaks(lines: np.ndarray, start: int, stop: int) -> list[tuple[int, float, bool]]:
+    """(boundary i, its z-score, whether it is a sharp seam) for every boundary inside [start, stop) that is the
+    largest step within 3 lines and a sharp seam or at least DOUBT_Z robust SDs above the axis's steps."""
     step, cover = _steps(lines)
     n = stop - start
     lo, hi = start + max(3, int(EDGE_MARGIN * n)), stop - max(3, int(EDGE_MARGIN * n))
+    z = _zscores(step, lo, hi)
     found = []
     for i in range(lo, hi):
         s = step[i - 1]
-        if s < SEAM_MIN or cover[i - 1] < SEAM_COVER:
+        if s != step[max(0, i - 3):i + 2].max():
             continue
         beside = np.concatenate([step[max(0, i - 11):max(0, i - 3)], step[i + 2:i + 10]])
-        if beside.size and s >= SEAM_RATIO * max(float(np.median(beside)), 1.0) and s == step[max(0, i - 3):i + 2].max():
-            found.append(i)
+        sharp = (s >= SEAM_MIN and cover[i - 1] >= SEAM_COVER and beside.size > 0
+                 and s >= SEAM_RATIO * max(float(np.median(beside)), 1.0))
+        if sharp or z[i - 1] >= DOUBT_Z:
+            found.append((i, float(z[i - 1]), sharp))
     return found
+
+
+def _seams(lines: np.ndarray, start: int, stop: int) -> list[int]:
+    """Boundaries (index i: between line i-1 and i) inside [start, stop) that are seams."""
+    return [i for i, _, seam in _peaks(lines, start, stop) if seam]
 
 
 @dataclass(frozen=True)
@@ -120,11 +149,14 @@ def _axis(lines: np.ndarray, name: str) -> tuple[_Cuts | None, str]:
         bounds = [start, *cuts, stop]
         return (_Cuts(list(zip(bounds[:-1], bounds[1:])), cuts, True, start, stop),
                 f"{len(cuts)} gutter(s) along {name} at {cuts}")
-    seams = _seams(lines, start, stop)
-    if not seams:
-        return _Cuts([(start, stop)], [], False, start, stop), f"no cut along {name}"
+    peaks = _peaks(lines, start, stop)
+    seams = [i for i, _, seam in peaks if seam]
     n = stop - start
     tol = max(2, int(DIVISION_TOL * n))
+    if not seams:
+        if peaks:
+            return None, _doubt(peaks, name)
+        return _Cuts([(start, stop)], [], False, start, stop), f"no cut along {name}"
     fits = [k for k in range(2, MAX_PANELS + 1)
             if all(any(abs(s - (start + j * n / k)) <= tol for s in seams) for j in range(1, k))]
     fits = [k for k in fits if not any(k2 % k == 0 and k2 != k for k2 in fits)]  # 4 explains 2's seam too
@@ -136,8 +168,17 @@ def _axis(lines: np.ndarray, name: str) -> tuple[_Cuts | None, str]:
                       f"{what}: fit divisions into {fits} panels alike")
     k = fits[0]
     bounds = [start, *(int(round(start + j * n / k)) for j in range(1, k)), stop]
+    loose = [p for p in peaks if not any(abs(p[0] - b) <= tol for b in bounds[1:-1])]
+    if loose:
+        return None, f"{k} equal panels along {name} (seams at {bounds[1:-1]}), but " + _doubt(loose, name)
     return (_Cuts(list(zip(bounds[:-1], bounds[1:])), bounds[1:-1], False, start, stop),
             f"{k} equal panels along {name} (seams at {bounds[1:-1]})")
+
+
+def _doubt(peaks: list[tuple[int, float, bool]], name: str) -> str:
+    where = ", ".join(f"{i} (z {z:.0f})" for i, z, _ in peaks)
+    return (f"a step along {name} at {where} stands out (robust z >= {DOUBT_Z:.0f}) but is no sharp seam or "
+            "gutter the layout settles: in doubt")
 
 
 def _plain_cell(cell: np.ndarray) -> bool:
@@ -173,6 +214,8 @@ def detect(path: str | Path) -> Layout:
     rows, how_y = _axis(pixels, "the height")
     if cols is None or rows is None:
         return Layout(None, how_x if cols is None else how_y)
+    if not cols.cuts and not rows.cuts:
+        return Layout(None, f"{how_x}; {how_y}: one picture, or panels butted without a visible seam: in doubt")
     why = _not_a_grid(pixels, cols, rows)
     if why:
         return Layout(None, f"{how_x}; {how_y}; {why}")

@@ -120,6 +120,7 @@ def _rows(path: str) -> list[dict] | None:
 
 def pasbench_lines(config) -> tuple[list, str]:
     """The estimate's PaSBench lines and a note on where the item counts came from."""
+    from .probes import proposed  # a v2 reply has no Warn line: an answer other than "none" is a proposal
     from .respond import can_see, observation_request, sampling_params
 
     raw, lay = config.raw, layout(config.raw)
@@ -200,7 +201,7 @@ def pasbench_lines(config) -> tuple[list, str]:
             lines.append(_line(config, f"pasbench-reactive:judge ({m})", judge, failed, judge_in, basis, "judge",
                                ("risk_judge",)))
         if pb["propose_verify"]:
-            proposals = (sum(r["status"] == "ok" and bool(r.get("warn")) and r["sample"] < n_samples
+            proposals = (sum(r["status"] == "ok" and proposed(r) and r["sample"] < n_samples
                              for r in responses) if responses is not None else first)
             lines.append(_line(config, "pasbench-verify", m, proposals, avg_in + respond_out,
                                "counted" if responses is not None else "projected", "verify",

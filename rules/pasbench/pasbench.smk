@@ -85,7 +85,7 @@ rule pasbench_judge:
     input: pas_items=L["pasbench_items"], responses=L["pasbench_responses"], prompts=PAS_PROMPTS["judge"]
     output: judgments=L["pasbench_judgments"]
     wildcard_constraints: model=PAS_MODEL_RE
-    params: cfg=pas_model_hash(PAS_JUDGE), judge=PAS_JUDGE
+    params: cfg=pas_model_hash(PAS_JUDGE), judge=PAS_JUDGE, reads=PAS.get("judge_reads", "answer")
     resources: **S.endpoint_resources(config, lambda wc: PAS_JUDGE)
     log: main=f"{LOGS}/pasbench_judge/{{model}}.log", calls=f"{LOGS}/pasbench_judge/{{model}}.calls.jsonl"
     shell: "{AURA} pasbench-judge --configfile {CONFIGFILE} --model {wildcards.model} --judge {params.judge} --in items={input.pas_items} --in responses={input.responses} --out judgments={output.judgments} --calls-log {log.calls} 2> {log.main}"

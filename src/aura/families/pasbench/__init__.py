@@ -132,6 +132,9 @@ def check(raw: dict) -> list[str]:
                 named.append(("pasbench.construct.images.prompt_model", c["images"]["prompt_model"]))
             if c["images"].get("check_model"):  # optional: null keeps every returned PNG unchecked
                 named.append(("pasbench.construct.images.check_model", c["images"]["check_model"]))
+    from . import roster  # here: roster imports this module's helpers
+
+    problems += roster.problems(raw)  # the paper's roster: every named model run or marked unavailable
     named += [("pasbench.samples_by_model", m) for m in (pb.get("samples_by_model") or {})]
     named += [("pasbench.model_params", m) for m in (pb.get("model_params") or {})]
     for key, model in named:

@@ -204,3 +204,41 @@ def read_rows(path, columns=()) -> pd.DataFrame:
     if df.empty:
         print(f"{Path(path).name}: no rows (nothing reached this stage)")
     return df
+
+
+VERDICT_COLORS = {"within": "#1b7837", "outside": "#b2182b", "not comparable": "#999999"}
+
+
+def forest(verdicts: pd.DataFrame, title: str | None = None):
+    """A forest plot of a reproduction (``aura.stats.reproduce.compare``'s rows): one line per reported number,
+    the reproduced 95% interval as a bar with its point (a circle), the paper's value as a diamond, coloured by
+    verdict; a not-comparable row shows only the paper's value, in grey, with its reason at the right. One panel
+    per unit (percent and r never share an axis). Returns the figure (``no_data`` when there is no row)."""
+    import matplotlib.pyplot as plt
+
+    if verdicts.empty:
+        return no_data("no reference numbers to compare")
+    units = list(dict.fromkeys(verdicts["unit"]))
+    sizes = [int((verdicts["unit"] == u).sum()) for u in units]
+    fig, axes = plt.subplots(len(units), 1, squeeze=False, gridspec_kw={"height_ratios": sizes},
+                             figsize=(7.5, 0.9 + 0.24 * sum(sizes) + 0.5 * len(units)))
+    for ax, unit in zip(axes[:, 0], units):
+        part = verdicts[verdicts["unit"] == unit].reset_index(drop=True)
+        y = np.arange(len(part))[::-1]
+        for yi, r in zip(y, part.itertuples(index=False)):
+            color = VERDICT_COLORS.get(r.verdict, "#999999")
+            if r.verdict != "not comparable":
+                ax.plot([r.lo, r.hi], [yi, yi], color=color, lw=2, solid_capstyle="butt")
+                ax.plot(r.reproduced, yi, "o", color=color, ms=4)
+            else:
+                ax.text(1.01, yi, f"not comparable: {r.reason}", transform=ax.get_yaxis_transform(),
+                        va="center", fontsize=7, color="#777777")
+            ax.plot(r.reported, yi, "D", mfc="white" if r.verdict == "not comparable" else color, mec=color, ms=5)
+        ax.set_yticks(y, [f"{r.table} · {r.row} · {r.column}" for r in part.itertuples(index=False)], fontsize=7)
+        ax.set_ylim(-0.7, len(part) - 0.3)
+        ax.set_xlabel(f"{unit}: paper ◆, reproduced ● with its 95% interval", fontsize=8)
+        ax.spines[["top", "right"]].set_visible(False)
+    if title:
+        axes[0, 0].set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig

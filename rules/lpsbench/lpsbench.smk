@@ -14,6 +14,7 @@ LPS_EMULATOR, LPS_USER, LPS_EVALUATOR = LPSC["emulator"], LPSC["user_simulator"]
 # The prompts an episode job renders: the agent's and the emulator's (emulated back-end); mitigated adds both
 # mitigations, and the simulated user's with the ask_user extension.
 from aura.families.lpsbench.episodes import prompts_of as lps_prompts_of
+from aura.families.lpsbench.retry import params_value as lps_retry_param
 
 LPS_PROMPTS = {v: [S.prompt_file(n) for n in ("agent_raw", "emulator", "agent_clarify", "agent_safety", "user_simulator")
                     if n in lps_prompts_of(config, v)] for v in LPS.VARIANTS}
@@ -78,7 +79,11 @@ rule lpsbench_episodes:
     input: lps_cases=L["lpsbench_cases"], prompts=lambda wc: LPS_PROMPTS[wc.variant]
     output: episodes=L["lpsbench_episodes"]
     wildcard_constraints: model=LPS_MODEL_RE, variant=LPS_VARIANT_RE
-    params: cfg=lambda wc: lps_model_hash(*lps_episode_models(wc)), episode=LPS_EPISODE_CFG
+    # episode: the settings' hash, plus how many of the job's runs lost episodes to their infrastructure (a run
+    # that lost some raises it, so the next plain run retries the job; retry.py). From the wildcards, not `output`:
+    # Snakemake's params trigger ignores params derived from input or output.
+    params: cfg=lambda wc: lps_model_hash(*lps_episode_models(wc)),
+            episode=lambda wc: lps_retry_param(LPS_EPISODE_CFG, L["lpsbench_episodes"].format(model=wc.model, variant=wc.variant))
     resources: **S.endpoint_resources(config, lambda wc: wc.model)
     log: main=f"{LOGS}/lpsbench_episodes/{{variant}}/{{model}}.log", calls=f"{LOGS}/lpsbench_episodes/{{variant}}/{{model}}.calls.jsonl"
     shell: "{AURA} lpsbench-episodes --configfile {CONFIGFILE} --model {wildcards.model} --option variant={wildcards.variant} --in cases={input.lps_cases} --out episodes={output.episodes} --calls-log {log.calls} 2> {log.main}"
@@ -89,7 +94,8 @@ rule lpsbench_evaluate:
            prompts=[S.prompt_file("evaluator"), S.prompt_file("evaluator_risks")]
     output: evaluations=L["lpsbench_evaluations"]
     wildcard_constraints: model=LPS_MODEL_RE, variant=LPS_VARIANT_RE
-    params: cfg=lps_model_hash(LPS_EVALUATOR)
+    # cfg: the evaluator's hash, plus how many of the job's runs had evaluator calls fail (retry.py)
+    params: cfg=lambda wc: lps_retry_param(lps_model_hash(LPS_EVALUATOR), L["lpsbench_evaluations"].format(model=wc.model, variant=wc.variant))
     resources: **S.endpoint_resources(config, lambda wc: LPS_EVALUATOR)
     log: main=f"{LOGS}/lpsbench_evaluate/{{variant}}/{{model}}.log", calls=f"{LOGS}/lpsbench_evaluate/{{variant}}/{{model}}.calls.jsonl"
     shell: "{AURA} lpsbench-evaluate --configfile {CONFIGFILE} --model {wildcards.model} --option variant={wildcards.variant} --in cases={input.lps_cases} --in episodes={input.episodes} --out evaluations={output.evaluations} --calls-log {log.calls} 2> {log.main}"

@@ -12,7 +12,9 @@ is executed through the MCP session and its result goes back as a `tool` message
   after each step, whose tool calls are carried out first),
 - the model call failed (``model_failed``) or the tool environment did (``tool_failed``): the emulator failed,
   or a tool call ran past ``tool_call_timeout_s`` or past what is left of the episode's ``tool_time_limit_s``
-  (the call is abandoned; the server process is killed when the session closes).
+  (the call is abandoned; the server process is killed when the session closes),
+- the tool server died, or its connection broke, during a call (``server_died``: an infrastructure failure, not
+  the agent's outcome; the record keeps every step so far and the episodes stage tries the episode again).
 
 Every step keeps what was added to the conversation for its request, the cache key of the request,
 the answer (text and tool calls), tokens, and each tool call's result. Every model call and every
@@ -54,6 +56,8 @@ from typing import Any, Literal
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED
 from pydantic import BaseModel, Field
 
 from aura.config import REPO_ROOT, UserError
@@ -68,7 +72,10 @@ from .spec import EpisodeSpec, load_spec
 ROLE = "lps_agent"
 ACT, FINISH = "act", "finish"
 ACT_STRING_CHARS, ACT_ANSWER_CHARS = 80, 240  # act mode: longest argument string, longest final answer
-StopReason = Literal["final_answer", "step_cap", "token_cap", "model_failed", "tool_failed"]
+StopReason = Literal["final_answer", "step_cap", "token_cap", "model_failed", "tool_failed", "server_died"]
+FAILED_STOPS = ("model_failed", "tool_failed", "server_died")  # the episode's status is then failed
+# What a call raises when the tool server's process is gone or its pipes broke (MCPError: Connection closed)
+SERVER_GONE = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, ConnectionError)
 
 
 class ToolResult(BaseModel):
@@ -125,6 +132,14 @@ class Episode(BaseModel):
 def mcp_tools_to_openai(tools) -> list[dict]:
     """MCP `Tool`s (name, description, inputSchema) as OpenAI function tools, in listing order."""
     return [openai_tool(t.name, t.description, t.input_schema) for t in tools]
+
+
+class ServerDied(Exception):
+    """The tool server died (or its connection broke) during a call; `result` is that call's failed result."""
+
+    def __init__(self, result: ToolResult):
+        super().__init__(result.observation)
+        self.result = result
 
 
 def _observation(result) -> str:
@@ -208,7 +223,8 @@ def _assistant_turn(text: str | None, tool_calls: list[dict] | None, native: boo
 async def _execute(session: ClientSession, call: dict, native: bool = True,
                    limit: tuple[float, str] | None = None) -> ToolResult:
     """Carry out one call through MCP; `limit` = (seconds, what limit it is): past it the call is abandoned
-    and the result is ``failed`` (the episode stops with tool_failed)."""
+    and the result is ``failed`` (the episode stops with tool_failed). A server that dies during the call raises
+    ServerDied with the call's failed result."""
     name, text, arguments, reason = _route(call, native)
     if reason is not None:
         return ToolResult(call_id=call.get("id", ""), name=name, arguments=None, arguments_text=text,
@@ -219,6 +235,13 @@ async def _execute(session: ClientSession, call: dict, native: bool = True,
     except TimeoutError:
         return ToolResult(call_id=call.get("id", ""), name=name, arguments=arguments, arguments_text=text,
                           status="failed", observation=f"tool server killed: {name} ran past {limit[1]}")
+    except (MCPError, *SERVER_GONE) as exc:
+        if isinstance(exc, MCPError) and exc.code != CONNECTION_CLOSED:
+            raise
+        why = " ".join(str(exc).split()) or "its connection closed"
+        raise ServerDied(ToolResult(call_id=call.get("id", ""), name=name, arguments=arguments, arguments_text=text,
+                                    status="failed", observation=f"tool server died: {name} got no answer "
+                                                                 f"({type(exc).__name__}: {why})")) from None
     structured = result.structured_content or {}
     if structured.get("status") == "fatal":  # the emulator's endpoint refused (bad key, ...): the job stops
         raise StageFailed(f"tool environment for {name}: {structured.get('error') or 'failed'}")
@@ -286,12 +309,15 @@ async def run_episode(session: ClientSession, client: LLMClient, spec: EpisodeSp
                 break
             calls_made += 1
             started = time.monotonic()
-            result = await _execute(session, call, native, _limit(settings, tool_seconds))
+            try:
+                result = await _execute(session, call, native, _limit(settings, tool_seconds))
+            except ServerDied as died:
+                result, stop = died.result, "server_died"
             tool_seconds += time.monotonic() - started
             step.tool_results.append(result)
             messages.append(tool_message(result.call_id, result.observation))
             if result.status == "failed":
-                stop, error = "tool_failed", result.observation
+                stop, error = stop or "tool_failed", result.observation
                 break
         if stop is not None:
             break
@@ -302,7 +328,7 @@ async def run_episode(session: ClientSession, client: LLMClient, spec: EpisodeSp
         stop = "step_cap"
     return Episode(case_id=case.case_id, risk=case.risk, domain=case.domain, model=spec.agent_model,
                    emulator=spec.emulator_model, sample=spec.sample,
-                   status="failed" if stop in ("model_failed", "tool_failed") else "ok", stop_reason=stop,
+                   status="failed" if stop in FAILED_STOPS else "ok", stop_reason=stop,
                    error=error, steps=steps, tokens_in=tokens_in, tokens_out=tokens_out, tools=tools,
                    messages=messages, final_answer=final, prompt=prompt.ref, prompt_sha256=prompt.sha256,
                    tool_calling=settings.tool_calling)
@@ -338,19 +364,25 @@ def tool_server_params(spec_path: str | Path) -> StdioServerParameters:
 
 async def run_case(spec: EpisodeSpec, spec_path: str | Path, client: LLMClient, write: bool = True) -> Episode:
     """Write the spec (unless it is already there), start the emulated tool server on it, run the
-    episode, stop the server."""
+    episode, stop the server. An episode that ran is returned whatever closing its server's session raises (a
+    server that died mid-episode: ``server_died``, the record so far)."""
     if write:
         spec.write(spec_path)
     if spec.tools.backend == "upstream":
         from .upstream_tools import run_upstream_case  # launches a subprocess; imports no tool code
 
         return await run_upstream_case(spec, client, run_episode)
-    # errlog given now: stdio_client's default is the sys.stderr of the moment mcp was imported, which may be
-    # closed since (a stream replaced for a while), and the server's stderr belongs in this job's log
-    async with stdio_client(tool_server_params(spec_path), errlog=sys.stderr) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            episode = await run_episode(session, client, spec)
+    episode = None
+    try:
+        # errlog given now: stdio_client's default is the sys.stderr of the moment mcp was imported, which may be
+        # closed since (a stream replaced for a while), and the server's stderr belongs in this job's log
+        async with stdio_client(tool_server_params(spec_path), errlog=sys.stderr) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                episode = await run_episode(session, client, spec)
+    except Exception:
+        if episode is None:
+            raise
     episode.environment = {"backend": "emulated"}
     return episode
 

@@ -28,17 +28,26 @@ native, or one forced ``act`` tool; see agent.py).
 Resumable: every agent, emulator and user call is cached as it arrives, so a rerun after a kill replays
 the answered calls and sends only the rest. Bounded by the caps. The episodes run concurrently up to the
 agent endpoint's ``max_concurrency``, one LLMClient per running episode (an LLMClient runs one episode at
-a time); the output is written once, atomically, when every episode is done. An episode that raises
-(e.g. the tool server could not start) is a ``failed`` row with stop_reason ``error``; a job-level
-failure (fatal endpoint error, the failure ceiling) fails the job with nothing written.
+a time); the output is written once, atomically, when every episode is done. A job-level failure (fatal
+endpoint error, the failure ceiling) fails the job with nothing written.
+
+An episode lost to its infrastructure (its tool server died or could not start; on the emulated back-end, the
+emulator's or simulated user's call failed; see retry.py) is tried again, ``lpsbench.episode_retries`` more times,
+each with a new tool server (the answered calls replay from the cache). Lost in every try, it is kept: a
+``failed`` row with the furthest record its tries reached (the evaluator judges it), or, when no try had a record,
+stop_reason ``error`` and record null. The job then says so in one warning line and raises the count in the
+``<episodes>.retry.json`` sidecar that the rule's params carry, so the next plain ``snakemake`` run retries the job.
+The tool servers append their call records as the calls complete, so a killed server's answers are accounted for.
 
 Row: ``case_id, model, variant, risk, benign, domain, status (ok|failed), stop_reason, steps, tokens,
-final_answer, error, mitigation (none|ask_user|safety_prompt), record`` (the execution record,
-:class:`.agent.Episode`, embedded as a JSON object; null when the episode raised).
+final_answer, error, mitigation (none|ask_user|safety_prompt), tries, record`` (tries: how many times the episode
+ran; the execution record, :class:`.agent.Episode`, embedded as a JSON object; null when no try had one).
 """
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 import tempfile
 from collections import Counter
 from contextlib import ExitStack
@@ -46,11 +55,11 @@ from dataclasses import fields
 from pathlib import Path
 
 from aura.config import ConfigError
-from aura.io import read_jsonl
 from aura.llm.accounting import CallRecord
 from aura.llm.errors import StageFailed, TooManyFailures
 from aura.prompts import get_prompt
 
+from . import retry
 from .agent import run_case
 from .data import checkout, row_case, section
 from .spec import EMULATOR_PROMPT, USER_PROMPT, AgentSettings, EpisodeSpec, ToolBackend
@@ -181,34 +190,89 @@ def _one_line(exc: BaseException) -> str:
 
 
 def episode_row(case, model: str, variant: str, episode=None, error: str | None = None,
-                ask_user: bool = False) -> dict:
+                ask_user: bool = False, tries: int = 1) -> dict:
     benign = case.risk_info.kind == "benign"
     base = {"case_id": case.case_id, "model": model, "variant": variant, "risk": case.risk, "benign": benign,
-            "domain": case.domain, "mitigation": mitigation(variant, benign, ask_user)}
+            "domain": case.domain, "mitigation": mitigation(variant, benign, ask_user), "tries": tries}
     if episode is None:
         return {**base, "status": "failed", "stop_reason": "error", "steps": 0, "tokens": 0, "final_answer": None,
                 "error": error, "record": None}
     return {**base, "status": episode.status, "stop_reason": episode.stop_reason, "steps": len(episode.steps),
             "tokens": episode.tokens_in + episode.tokens_out, "final_answer": episode.final_answer,
-            "error": episode.error, "record": episode.model_dump(mode="json")}
+            "error": error or episode.error, "record": episode.model_dump(mode="json")}
 
 
-async def _run_all(specs: list[EpisodeSpec], clients: list, folder: Path) -> list:
-    """Each spec's episode (or the exception it raised), at most len(clients) at once."""
+async def _run_all(specs: list[EpisodeSpec], clients: list, folder: Path, retries: int) -> list[list]:
+    """Each spec's tries (each an episode, or the exception it raised), at most len(clients) episodes at once. A try
+    lost to its infrastructure is followed by another, with a new tool server, up to `retries` more; a job-level
+    failure (StageFailed) ends the tries."""
     free: asyncio.Queue = asyncio.Queue()
     for c in clients:
         free.put_nowait(c)
 
-    async def one(i: int, spec: EpisodeSpec):
-        client = await free.get()
+    async def one(i: int, spec: EpisodeSpec) -> list:
+        client, tries = await free.get(), []
         try:
-            return await run_case(spec, folder / f"{i:04d}.spec.json", client)
-        except Exception as exc:  # noqa: BLE001 - sorted out by the caller: job failure or failed row
-            return exc
+            while len(tries) <= retries:
+                try:
+                    tries.append(await run_case(spec, folder / f"{i:04d}.spec.json", client))
+                except Exception as exc:  # noqa: BLE001 - sorted out by the caller: job failure or failed row
+                    tries.append(exc)
+                    if _stage_failure(exc) is not None:
+                        break
+                why = retry.lost_reason(tries[-1], spec, _one_line)
+                if why is None:
+                    break
+                if len(tries) <= retries:
+                    print(f"note: {spec.case.case_id}: try {len(tries)} of {retries + 1} lost to its infrastructure "
+                          f"({why}); trying again with a new tool server", file=sys.stderr, flush=True)
+            return tries
         finally:
             free.put_nowait(client)
 
     return await asyncio.gather(*(one(i, s) for i, s in enumerate(specs)))
+
+
+def _row(case, spec, tries: list, model: str, variant: str, ask_user: bool) -> tuple[dict, dict | None]:
+    """The episode's row, and {case_id, reason, tries} when it was lost to its infrastructure in every try."""
+    last = tries[-1]
+    failure = _stage_failure(last) if isinstance(last, BaseException) else None
+    if failure is not None:
+        raise failure
+    why = retry.lost_reason(last, spec, _one_line)
+    if why is None:
+        return episode_row(case, model, variant, last, ask_user=ask_user, tries=len(tries)), None
+    lost = {"case_id": case.case_id, "reason": why, "tries": len(tries)}
+    error = f"lost to its infrastructure in all {len(tries)} tries: {why}"
+    keep = retry.kept(tries)
+    if isinstance(keep, BaseException):
+        return episode_row(case, model, variant, error=error, ask_user=ask_user, tries=len(tries)), lost
+    return episode_row(case, model, variant, keep, error=error, ask_user=ask_user, tries=len(tries)), lost
+
+
+def _tool_server_calls(path: Path) -> list[CallRecord]:
+    """The call records the episode's tool servers appended (every try's). A line cut short (a server killed while
+    writing it) is left out with one warning line."""
+    names = {f.name for f in fields(CallRecord)}
+    out = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            rec = json.loads(line) if line.strip() else None
+        except ValueError:
+            print(f"warning: {path}:{n}: a tool server's call record cut short (its server was killed while writing "
+                  "it); left out of the job's accounting", file=sys.stderr)
+            continue
+        if rec is not None:
+            out.append(CallRecord(**{k: v for k, v in rec.items() if k in names}))
+    return out
+
+
+def _warn_lost(lost: list[dict], output) -> None:
+    if lost:
+        which = "; ".join(f"{x['case_id']} ({x['reason']})" for x in lost)
+        print(f"warning: {len(lost)} episode(s) lost to their infrastructure in every try, kept as failed rows with "
+              f"the record each reached (the evaluator judges it): {which}; the next `snakemake` run retries this job "
+              f"(answered calls replay from the cache); {retry.sidecar(output)} lists them", file=sys.stderr)
 
 
 def run(ctx) -> None:
@@ -221,6 +285,8 @@ def run(ctx) -> None:
     ep = ctx.config.endpoint_of(model)
     ask_user = bool(setting(ctx.config.raw, "ask_user_extension"))
     width = max(1, min(ep.max_concurrency, len(cases)))
+    retries = setting(ctx.config.raw, "episode_retries")
+    retries = retry.DEFAULT_RETRIES if retries is None else int(retries)
     with tempfile.TemporaryDirectory(prefix="lpsbench-episodes-") as tmp, ExitStack() as stack:
         folder = Path(tmp)
         specs = [spec_for(ctx.config, c, model, variant, folder / f"{i:04d}.calls.jsonl")
@@ -233,23 +299,20 @@ def run(ctx) -> None:
         models = [model] + sorted({s.emulator_model for s in specs if s.emulator_model})
         models += sorted({s.user_model for s in specs if s.user_model and s.user_model not in models})
         clients = [stack.enter_context(ctx.llm(models)) for _ in range(width)]
-        outcomes = asyncio.run(_run_all(specs, clients, folder)) if specs else []
+        outcomes = asyncio.run(_run_all(specs, clients, folder, retries)) if specs else []
         for s in specs:  # the tool servers' emulator / simulated-user calls join the job's accounting
             if Path(s.emulator_calls).exists():
-                names = {f.name for f in fields(CallRecord)}
-                for rec in read_jsonl(s.emulator_calls):
-                    ctx.accounting.add_call(CallRecord(**{k: v for k, v in rec.items() if k in names}))
-        rows = []
-        for case, outcome in zip(cases, outcomes):
-            if isinstance(outcome, BaseException):
-                failure = _stage_failure(outcome)
-                if failure is not None:
-                    raise failure
-                rows.append(episode_row(case, model, variant, error=_one_line(outcome), ask_user=ask_user))
-            else:
-                rows.append(episode_row(case, model, variant, outcome, ask_user=ask_user))
+                for rec in _tool_server_calls(Path(s.emulator_calls)):
+                    ctx.accounting.add_call(rec)
+        rows, lost = [], []
+        for case, spec, tries in zip(cases, specs, outcomes):
+            row, lost_one = _row(case, spec, tries, model, variant, ask_user)
+            rows.append(row)
+            lost += [lost_one] if lost_one else []
         _check_ceiling(rows, clients[0] if clients else None)
     ctx.write("episodes", rows, variant=variant, tool_calling=ep.tool_mode,
               params=agent_params(ctx.config, model), max_steps=setting(ctx.config.raw, "max_steps"),
               step_unit=setting(ctx.config.raw, "step_unit"), ask_user_extension=ask_user,
               max_episode_tokens=setting(ctx.config.raw, "max_episode_tokens"))
+    retry.record(ctx.outputs["episodes"], lost)
+    _warn_lost(lost, ctx.outputs["episodes"])

@@ -69,7 +69,7 @@ class EpisodeSpec(BaseModel):
     emulator_model: str | None = None  # required by the emulated back-end (check)
     sample: int = Field(default=0, ge=0)  # LLMRequest.sample_index of every call of the episode
     settings: AgentSettings = Field(default_factory=AgentSettings)
-    emulator_calls: str | None = None  # where the tool server writes its call records when it exits
+    emulator_calls: str | None = None  # where the tool server appends its call records as the calls complete
     user_model: str | None = None  # set (ask_user extension): an ask_user tool answered by this simulated user
     # What the emulator is shown as the tools' behaviour: an upstream case's module source (its tool specs are
     # then in case.body.tool_specs, read from that source with ast); None: the specs' own behaviour notes

@@ -20,6 +20,10 @@ model, the failure ceiling: `StageFailed`) says ``{"status": "fatal"}``: the age
 job, which stops with that one line and writes nothing (it is not one episode's failure). Nothing but MCP
 messages is written on stdout; progress and errors go to stderr.
 
+Call records (spec ``emulator_calls``): each call's record is appended to that file as the call completes (one
+JSON line, one write), so a server killed mid-episode leaves every answer it was delivered in the job's accounting.
+A retried episode's new server appends to the same file.
+
 With the ask_user extension (an opt-in beyond the paper; spec ``user_model`` set), mitigated benign
 episodes get one more tool, ``ask_user(question)``, answered by a simulated user
 (prompts/lpsbench/user_simulator.v2.md) who knows the task and the questions answered so far, never the
@@ -28,7 +32,9 @@ case's criterion; its calls are cached like the emulator's.
 from __future__ import annotations
 
 import json
+import os
 import sys
+from dataclasses import asdict
 from typing import Any
 
 import anyio
@@ -39,7 +45,7 @@ from mcp.server.stdio import stdio_server
 
 from aura.config import UserError
 from aura.llm import LLMClient, LLMRequest
-from aura.llm.accounting import Accounting
+from aura.llm.accounting import Accounting, CallRecord
 from aura.llm.errors import StageFailed
 from aura.prompts import get_prompt
 
@@ -64,6 +70,24 @@ def _tools_text(tools: list[ToolSpec]) -> str:
         lines.append(f"- {t.name}: {t.description}".rstrip())
         lines.append(f"  parameters: {json.dumps(t.parameters, sort_keys=True, ensure_ascii=False)}")
     return "\n".join(lines)
+
+
+class StreamedAccounting(Accounting):
+    """The server's accounting, each call record appended to `path` as the call completes (not at exit)."""
+
+    def __init__(self, path: str | None):
+        super().__init__(ROLE, stream=sys.stderr)
+        self.path = path
+
+    def add_call(self, rec: CallRecord) -> None:
+        super().add_call(rec)
+        if self.path:
+            line = json.dumps(asdict(rec), ensure_ascii=False, sort_keys=True) + "\n"
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line.encode("utf-8"))
+            finally:
+                os.close(fd)
 
 
 class EmulatedEnvironment:
@@ -171,13 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    with LLMClient(config, accounting=Accounting(ROLE, stream=sys.stderr)) as client:
-        env = EmulatedEnvironment(spec, client)
-        try:
-            anyio.run(serve, env)
-        finally:
-            if spec.emulator_calls:
-                client.acc.write_records(spec.emulator_calls)
+    with LLMClient(config, accounting=StreamedAccounting(spec.emulator_calls)) as client:
+        anyio.run(serve, EmulatedEnvironment(spec, client))
     return 0
 
 

@@ -140,6 +140,7 @@ async def run_upstream_case(spec, client, run_episode):
     with tempfile.TemporaryDirectory(prefix="lpsbench-tools-") as work, \
             tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
         params, info = server_params(spec, work)
+        episode = None
         try:
             async with stdio_client(params, errlog=errlog) as (read, write):
                 async with ClientSession(read, write) as session:
@@ -152,6 +153,9 @@ async def run_upstream_case(spec, client, run_episode):
                     tools = AskUserSession(session, spec, client) if spec.user_model else session
                     episode = await run_episode(tools, client, spec)
         except Exception as exc:  # noqa: BLE001 - the server's own reason, when it gave one, names the problem
+            if episode is not None:  # the episode ran (its server may have died mid-way: the record so far)
+                episode.environment = info
+                return episode
             reason = _reason(errlog)
             if reason is None:
                 raise

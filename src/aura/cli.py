@@ -72,10 +72,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.stage == "summary":
-        from .pipeline.summary import collect, lines
+        from .pipeline.summary import collect, lines, reproduction_lines
 
         print("\n".join(lines(collect(config.paths["logs"]))) or "aura summary: no model calls recorded",
               file=sys.stderr)
+        for line in reproduction_lines(config.raw):
+            print(line, file=sys.stderr)
         return 0
     if args.stage == "estimate":
         from .estimate import estimate, format_estimate

@@ -242,3 +242,23 @@ def forest(verdicts: pd.DataFrame, title: str | None = None):
         axes[0, 0].set_title(title, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def reproduction_report(verdicts_path, consistency_path, family: str, name: str, tables_dir, out_pdf, out_png):
+    """A family's reproduction report from its reproduction stage's two CSVs (``aura.stats.reproduction``): the
+    verdict table ``<name>``, the paper's own findings ``<name>_consistency`` and the forest figure; prints the
+    summary line. Returns (verdicts, findings)."""
+    from .stats.consistency import FINDING_COLUMNS
+    from .stats.reproduce import VERDICT_COLUMNS, summary_line
+
+    verdicts = read_plain(verdicts_path, VERDICT_COLUMNS)
+    findings = read_plain(consistency_path, FINDING_COLUMNS)
+    line = summary_line(family, verdicts)
+    print(line)
+    write_table(verdicts, name, tables_dir, notes=[line, "within: the reported number lies in the reproduced 95% "
+                                                   "interval (a bound: the interval reaches its side)."])
+    write_table(findings, f"{name}_consistency", tables_dir,
+                notes=["The paper checked against itself (aura.stats.consistency): percentages against their n, "
+                       "averages against their parts, tables over the same cases."])
+    save(forest(verdicts, title=line), out_pdf, out_png)
+    return verdicts, findings

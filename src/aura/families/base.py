@@ -99,6 +99,8 @@ class Family:
               models that serve them).
     inspect_tasks: ``"module:attribute"``: a dict of task name -> Inspect task factory, registered as
               ``aura/<name>`` by aura.inspect_registry (imported only when Inspect loads it).
+    reproduction: the layout key of the family's verdict table (aura.stats.reproduction): the end-of-run
+              summary and `aura view` read it; None: the family has none.
     """
     name: str
     title: str
@@ -122,6 +124,7 @@ class Family:
     tool_roles: frozenset[str] = frozenset()
     inspect_tasks: str | None = None
     export: str | None = None  # see the docstring: the family's benchmark for `aura export-dataset`
+    reproduction: str | None = None  # see the docstring: the layout key of its verdict table
 
     def __post_init__(self) -> None:
         for target in (self.estimate, self.viewer, self.export, self.inspect_tasks, *self.commands.values()):

@@ -8,6 +8,8 @@ The Snakefile's onsuccess/onerror handlers print these lines at the end of every
 a run that finished with failed or unparsed items says so. Tokens: tokens_out is the completion tokens billed
 as output, tokens_reasoning the part of them that was hidden reasoning (as the servers reported it; a job
 summary written before reasoning tokens were recorded counts 0).
+`reproduction_lines` adds one line per enabled family whose manifest names a verdict table (`reproduction`,
+a layout key) that the run produced: "k of n reported numbers within the reproduced 95% interval".
 """
 from __future__ import annotations
 
@@ -82,4 +84,24 @@ def lines(stages: dict[str, dict]) -> list[str]:
             if len(t["outputs_with_failures"]) > 1:
                 line += f" and {len(t['outputs_with_failures']) - 1} more output(s)"
         out.append(line)
+    return out
+
+
+def reproduction_lines(raw: dict) -> list[str]:
+    """One line per enabled family with a produced verdict table (its manifest's `reproduction` layout key)."""
+    import pandas as pd
+
+    from ..families import enabled
+    from ..stats.reproduce import summary_line
+    from .layout import layout
+
+    keys = layout(raw)
+    out = []
+    for family in enabled(raw):
+        path = Path(keys[family.reproduction]) if family.reproduction else None
+        if path is not None and path.is_file():
+            try:
+                out.append(f"aura summary: reproduction: {summary_line(family.name, pd.read_csv(path))}")
+            except (ValueError, KeyError, pd.errors.EmptyDataError):
+                out.append(f"aura summary: reproduction: {family.name}: {path} is not a verdict table")
     return out

@@ -18,7 +18,7 @@ from aura.config import REPO_ROOT
 from aura.families.base import Family, Stage, one_of
 
 from .layout import PAPER_STATS, layout
-from .reports import EXPERIMENT_REPORTS, REPORTS
+from .reports import EXPERIMENT_REPORTS, REPORTS, REPRODUCTION_REPORTS
 from .settings import check, section
 
 HERE = Path(__file__).parent
@@ -82,6 +82,8 @@ STAGES: dict[str, Stage] = {
                                f"{T}.validation_sample:run_sample"),
     "validation-tables": Stage("Tables 18-19: validation sample sampled / kept per axis and agreement stratum",
                                f"{T}.validation_sample:run_tables"),
+    "reproduce": Stage("the paper's reported numbers beside the run's, a verdict each; the paper checked against itself",
+                       f"{T}.reproduction:run"),
 }
 
 
@@ -138,12 +140,13 @@ def targets(config: dict) -> list[str]:
         *([L["validation_sample"], L["table18_validation_retention"], L["table19_validation_strata"]]
           if ev["validation_models"] else []),
         *S.report_targets(config, REPORTS),
+        L["reproduction"], *S.report_targets(config, REPRODUCTION_REPORTS),
     ]
 
 
 FAMILY = Family(
     name="aura", title="AURA-Eval: risk awareness of agents on unintended-risk trajectories",
-    stages=STAGES, layout=layout, reports={**REPORTS, **EXPERIMENT_REPORTS}, targets=targets,
+    stages=STAGES, layout=layout, reports={**REPORTS, **EXPERIMENT_REPORTS, **REPRODUCTION_REPORTS}, targets=targets,
     root=REPO_ROOT, demo_data=(REPO_ROOT / "data" / "raw" / "demo_seeds",),
     prompts=PROMPTS, data_prompts=frozenset({"dimensions"}),
     schema=yaml.safe_load((HERE / "schema.yaml").read_text()),
@@ -153,5 +156,5 @@ FAMILY = Family(
     viewer="aura.families.aura.viewer:PART",
     export="aura.families.aura.dataset_export:export",
     inspect_tasks="aura.families.aura.inspect_task:TASKS",
-    commands={"annotate": "aura.families.aura.annotate.command:COMMAND"}, order=0,
+    commands={"annotate": "aura.families.aura.annotate.command:COMMAND"}, order=0, reproduction="reproduction",
 )

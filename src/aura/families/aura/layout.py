@@ -69,4 +69,7 @@ def layout(raw: dict) -> dict[str, str]:
         "composed_judgments": f"{r}/composed/judgments/{{model}}/{{judge}}.jsonl",
         "composed_panel": f"{r}/composed/panel/{{model}}.jsonl",
         "composed_interaction": f"{r}/stats/composed_interaction.csv",
+        # the reproduction report (aura.families.aura.stats.reproduction): verdicts and the paper's own findings
+        "reproduction": f"{r}/stats/reproduction.csv",
+        "reproduction_consistency": f"{r}/stats/reproduction_consistency.csv",
     }

@@ -176,3 +176,14 @@ EXPERIMENT_REPORTS = {
         "needs": lambda config: bool(_evaluate(config)["open_ended"]["enabled"]),
     },
 }
+
+# The reproduction report (docs/reproducing.md): the paper's numbers beside the run's, the paper checked against
+# itself. Kept apart from REPORTS like the experiments (it reads the reproduce stage's CSVs, not the panels);
+# tested in tests/aura/test_aura_reproduction.py.
+REPRODUCTION_REPORTS = {
+    "reproduction": {
+        "notebook": "reproduction.ipynb",
+        "inputs": ["reproduction", "reproduction_consistency"],
+        "tables": ["reproduction", "reproduction_consistency"],
+    },
+}

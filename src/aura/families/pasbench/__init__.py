@@ -38,6 +38,8 @@ STAGES: dict[str, Stage] = {
                              f"{P}.probes:run_verify"),
     "pasbench-stats": Stage("Average/Best/Worst-of-N, K curves, probes, correlations, buckets: the report CSVs",
                             f"{P}.stats:run"),
+    "pasbench-reproduce": Stage("the paper's reported numbers beside the run's, a verdict each; the paper checked "
+                                "against itself", f"{P}.reproduction:run"),
     "pasbench-construct-text": Stage("new text items: knowledge -> role profile -> observation log, checked in code",
                                      f"{P}.construct:run_text"),
     "pasbench-review-text": Stage("review verdicts on constructed logs (a person's overrides applied)",
@@ -63,6 +65,8 @@ def layout(raw: dict) -> dict[str, str]:
         "pasbench_items": f"{pi}/items.jsonl",
         **{f"pasbench_{name}": f"{pr}/{name}/{{model}}.jsonl" for name in (*PER_MODEL, *PROBES)},
         **{f"pasbench_stats_{name}": f"{pr}/stats/{name}.csv" for name in (*STATS, *PROBE_STATS)},
+        "pasbench_reproduction": f"{pr}/reproduction.csv",  # the reproduce stage: verdicts, the paper's own findings
+        "pasbench_reproduction_consistency": f"{pr}/reproduction_consistency.csv",
         "pasbench_construct_text_drafts": f"{pi}/construct/text_drafts.jsonl",
         "pasbench_construct_text_reviews": f"{pi}/construct/text_reviews.jsonl",
         "pasbench_construct_text_exclusions": f"{pi}/construct/text_exclusions.jsonl",
@@ -193,6 +197,15 @@ REPORTS: dict[str, dict] = {
     },
 }
 
+# The reproduction report (docs/reproducing.md), kept apart from REPORTS (the stats notebooks, which
+# tests/core/test_notebooks_degenerate.py renders on synthetic stats); tested in tests/pasbench/test_pasbench_reproduction.py.
+REPRODUCTION_REPORTS: dict[str, dict] = {
+    "pasbench_reproduction": {"notebook": "reproduction.ipynb",
+                              "inputs": ["pasbench_reproduction", "pasbench_reproduction_consistency"],
+                              "tables": ["pasbench_reproduction", "pasbench_reproduction_consistency"],
+                              "needs": _evaluating},
+}
+
 
 def targets(config: dict) -> list[str]:
     """What `snakemake all` builds for PaSBench: the items, the stats CSVs and every enabled figure/table
@@ -202,12 +215,12 @@ def targets(config: dict) -> list[str]:
     L = layout(config)
     out = [L["pasbench_items"]]
     if evaluated(config):
-        out += [L[f"pasbench_stats_{name}"] for name in stats_outputs(config)]
+        out += [L[f"pasbench_stats_{name}"] for name in stats_outputs(config)] + [L["pasbench_reproduction"]]
     if construct_on(config):
         out += [L["pasbench_constructed_text"]]
     if construct_on(config, "images"):
         out += [L["pasbench_constructed_images"]]
-    return out + S.report_targets(config, REPORTS)
+    return out + S.report_targets(config, {**REPORTS, **REPRODUCTION_REPORTS})
 
 
 # name -> (folder under prompts/pasbench/, '' for none; version in use)
@@ -230,7 +243,7 @@ PROMPTS: dict[str, tuple[str, int]] = {
 
 FAMILY = Family(
     name="pasbench", title="PaSBench: proactive safety risk detection on text logs and images",
-    stages=STAGES, layout=layout, reports=REPORTS, targets=targets,
+    stages=STAGES, layout=layout, reports={**REPORTS, **REPRODUCTION_REPORTS}, targets=targets,
     root=REPO_ROOT, demo_data=(REPO_ROOT / "data" / "raw" / "pasbench_demo",),
     prompts=PROMPTS, data_prompts=frozenset(),
     schema=yaml.safe_load((Path(__file__).parent / "schema.yaml").read_text()), check=check,
@@ -238,5 +251,5 @@ FAMILY = Family(
     estimate="aura.families.pasbench.estimate:pasbench_lines",
     viewer="aura.families.pasbench.viewer:PART", order=1,
     inspect_tasks="aura.families.pasbench.inspect_task:TASKS",
-    export="aura.families.pasbench.dataset_export:export",
+    export="aura.families.pasbench.dataset_export:export", reproduction="pasbench_reproduction",
 )

@@ -1,0 +1,130 @@
+"""Stage pasbench-reproduce: every PaSBench number of reference/*.csv beside the run's own, with a verdict.
+
+The core (aura.stats.reproduction) does the verdicts and the paper's own checks; ``lookup`` maps a reference
+row to its reproduced estimate from the stats CSVs the run produced (``measures`` names the column):
+
+- avg_of_n / worst_of_n (Figures 3-4, ``rates``): the model x set's value with its item-clustered bootstrap
+  interval; missed_of_n = 1 - worst_of_n (interval mirrored);
+- first_best (Figure 7, ``k_curves`` at the K the column states): items detected at least once / items, Wilson;
+- knowledge_accuracy (Figure 5, ``knowledge_probe``, the subset the figure draws): accuracy, its Wilson interval;
+  "all models" (a lower bound): the lowest model;
+- reactive_detected_samples (Table 2, ``reactive_probe``): a count of the failed samples (n);
+  reactive_sample_rate's range: the lowest / highest model x set, Wilson;
+- pearson_models_r / pearson_samples_r (Figures 8-9): r with its Fisher-z interval (the samples' range: the
+  lowest / highest model); pearson_models_p_value (a bound): the p-value itself;
+- Table 1 (``items``): counts, lengths (words per log, images per item), within when they round to the printed value.
+
+A model marked ``unavailable:`` under ``models:`` is "model unavailable"; the model counts are too while the
+paper's roster has such a model. On demo data or the embedded model every row is "demo data".
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from aura.families import load
+from aura.io import read_jsonl
+from aura.pipeline.context import StageContext
+from aura.stats.reproduce import Estimate, bootstrap_estimate, wilson_estimate
+from aura.stats.reproduction import demo_reason, exact_estimate, pearson_estimate, read_input, write
+
+REFERENCE = Path(__file__).resolve().parent / "reference"
+INPUTS = ("rates", "k_curves", "knowledge", "reactive", "pearson_models", "pearson_samples")
+TABLE1 = {"Size": ("count", None), "Knowledge": ("nunique", "safety_knowledge"),
+          "Max Length": ("max", None), "Avg Length": ("mean", None), "Min Length": ("min", None)}
+OTHER = "not produced: no reproduced counterpart mapped"
+
+
+def _modality(label: str) -> str | None:
+    low = label.lower()
+    return "image" if "image" in low else "text" if "text" in low else None
+
+
+def _rows(frame: pd.DataFrame, **match) -> pd.DataFrame:
+    for k, v in match.items():
+        frame = frame[frame[k] == v] if len(frame) else frame
+    return frame
+
+
+def _extreme(frame: pd.DataFrame, column: str, high: bool) -> pd.Series | None:
+    frame = frame[frame[column].notna()] if len(frame) else frame
+    return None if frame.empty else frame.loc[frame[column].idxmax() if high else frame[column].idxmin()]
+
+
+def _table1(row: pd.Series, items: pd.DataFrame):
+    part = items if row["column"] == "Total" else _rows(items, modality=row["column"].lower())
+    if part.empty:
+        return None
+    how, col = TABLE1[row["row"]]
+    col = col or ("n_images" if row["column"] == "Image" else "words")
+    value = len(part) if how == "count" else getattr(part[col], how)()
+    return exact_estimate(value, row)
+
+
+def lookup_for(t: dict[str, pd.DataFrame], items: pd.DataFrame, models: dict):
+    """``lookup(row)`` over the run's stats tables ``t``, its items and the config's ``models:`` entries."""
+    unavailable = {m: spec["unavailable"] for m, spec in models.items() if (spec or {}).get("unavailable")}
+
+    def lookup(row: pd.Series):
+        m, model, col = row["measures"], row["model"], row["column"]
+        if model in unavailable:
+            return f"model unavailable: {unavailable[model]}"
+        modality, high = _modality(col), col.endswith("high")
+        if m in ("avg_of_n", "worst_of_n", "missed_of_n") and model:
+            if modality is None:
+                return "not produced: the paper does not say which set"
+            r = _rows(t["rates"], model=model, modality=modality)
+            if r.empty or pd.isna(r.iloc[0]["avg_of_n"]):
+                return None
+            r, key = r.iloc[0], "avg_of_n" if m == "avg_of_n" else "worst_of_n"
+            est = bootstrap_estimate(r[key], r[f"{key}_lo"], r[f"{key}_hi"], int(r["n_items"]))
+            return est if m != "missed_of_n" else bootstrap_estimate(1 - est.value, 1 - est.hi, 1 - est.lo, est.n)
+        if m == "first_best":
+            k = int(re.search(r"K = (\d+)", col).group(1))
+            r = _rows(t["k_curves"], model=model, modality="image", k=k)
+            return wilson_estimate(int(r.iloc[0]["first_best_items"]), int(r.iloc[0]["n_items"])) if len(r) else None
+        if m == "knowledge_accuracy":
+            part = t["knowledge"][t["knowledge"]["in_figure"].astype(bool)] if len(t["knowledge"]) else t["knowledge"]
+            r = _rows(part, model=model).iloc[0] if model and len(_rows(part, model=model)) else \
+                (None if model else _extreme(part, "accuracy", high=False))
+            return None if r is None or pd.isna(r["accuracy"]) else \
+                Estimate(r["accuracy"], r["accuracy_lo"], r["accuracy_hi"], int(r["scored"]), "fraction", "wilson")
+        if m == "reactive_detected_samples":
+            r = _rows(t["reactive"], model=model, modality=modality)
+            return exact_estimate(r.iloc[0]["detected_samples"], row, int(r.iloc[0]["failed_samples"])) if len(r) else None
+        if m == "reactive_sample_rate":
+            r = _extreme(t["reactive"], "sample_rate", high)
+            return None if r is None else wilson_estimate(int(r["detected_samples"]), int(r["failed_samples"]))
+        if m in ("pearson_models_r", "pearson_models_p_value"):
+            r = _rows(t["pearson_models"], metric="avg_of_n")
+            if r.empty:
+                return None
+            r = r.iloc[0]
+            if m == "pearson_models_r":
+                return pearson_estimate(r["r"], r["n_models"])
+            return None if pd.isna(r["p_value"]) else exact_estimate(r["p_value"], row, int(r["n_models"]))
+        if m == "pearson_samples_r":
+            r = _extreme(t["pearson_samples"], "r", high)
+            return None if r is None else pearson_estimate(r["r"], r["n_points"])
+        if m == "models":
+            if unavailable:
+                return f"model unavailable: {len(unavailable)} of the paper's models (config models: unavailable)"
+            rates = t["rates"][t["rates"]["n_items"] > 0] if len(t["rates"]) else t["rates"]
+            part = rates if modality is None else _rows(rates, modality=modality)
+            return exact_estimate(part["model"].nunique(), row) if len(part) else None
+        if row["file"] == "table1.csv":
+            return _table1(row, items)
+        return "not produced: a range over unnamed models" if not model and m == "avg_of_n" else OTHER
+
+    return lookup
+
+
+def run(ctx: StageContext) -> None:
+    pb = ctx.config.section("pasbench")
+    reason = demo_reason(ctx.config, load("pasbench"), data=[(pb.get("data") or {}).get("path")],
+                         models=[*pb.get("evaluated", []), pb.get("judge")])
+    items = pd.DataFrame(list(read_jsonl(ctx.inputs["items"]))) if "items" in ctx.inputs else pd.DataFrame()
+    tables = {name: read_input(ctx, name) for name in INPUTS}
+    write(ctx, "pasbench", REFERENCE, lookup_for(tables, items, ctx.config.raw.get("models") or {}), reason)

@@ -1,0 +1,109 @@
+"""AURA's reproduction stage (issue 34): hand-derived verdicts on a small fixture, every row "demo data" on the
+default config, the report notebook renders (table, findings, forest figure), the end-of-run line."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from aura.config import load_config
+from aura.families.aura.stats.flips import ALL_MODELS
+from aura.families.aura.stats.reproduction import REFERENCE, lookup_for
+from aura.stats.reproduce import COLUMNS
+from aura.stats.reproduction import verdict_table
+
+REPO = Path(__file__).resolve().parents[2]
+ROW = dict.fromkeys(COLUMNS, "")
+
+
+def ref_folder(tmp: Path) -> Path:
+    """headline.csv and flip_rates.csv as the family's files name them, five rows."""
+    rows = {"headline.csv": [dict(ROW, table="§7.1 text", row="A", column="unsafe", value="16.9", unit="percent",
+                                  where="§7.1", measures="unsafe_all", model="a"),
+                             dict(ROW, table="§7.1 text", row="B", column="unsafe", value="50.0", unit="percent",
+                                  where="§7.1", measures="unsafe_all", model="b"),
+                             dict(ROW, table="§7.1 text", row="C", column="unsafe", value="30", unit="percent",
+                                  where="§7.1", measures="unsafe_all", model="c")],
+            "flip_rates.csv": [dict(ROW, table="§7.3 text", row="RS5 Oversight", column="flips", value="52.3",
+                                    unit="percent", n="86", where="§7.3", measures="flip_rate"),
+                               dict(ROW, table="§7.3 text", row="RS2 Scale", column="flips", value="17.9",
+                                    unit="percent", n="78", where="§7.3", measures="flip_rate"),
+                               dict(ROW, table="§7.3 text", row="RS5 Oversight", column="flipped", value="45",
+                                    unit="count", n="86", where="§7.3", measures="flipped")]}
+    tmp.mkdir(parents=True, exist_ok=True)
+    for name, part in rows.items():
+        pd.DataFrame(part, columns=COLUMNS).to_csv(tmp / name, index=False)
+    return tmp
+
+
+def stats() -> dict[str, pd.DataFrame]:
+    t33 = pd.DataFrame({"model": ["a", "b"], "group": ["frontier", "frontier"], "unsafe_all_k": [17, 17],
+                        "unsafe_all_n": [100, 100], "unsafe_all_rate": [0.17, 0.17]})
+    t35 = pd.DataFrame({"model": [ALL_MODELS, ALL_MODELS], "dimension": ["RS5", "RS2"], "flipped": [45, 14], "n": [86, 77]})
+    return {"table33_overall": t33, "table35_flips": t35, **{k: pd.DataFrame() for k in (
+        "table36_failure_mechanism", "table31_bootstrap", "table32_matched_pairs", "composition")}}
+
+
+def test_hand_derived_verdicts(tmp_path):
+    v = verdict_table(ref_folder(tmp_path / "ref"), lookup_for(stats()))
+    got = {(r.file if False else r.row, r.column): (r.verdict, r.reason) for r in v.itertuples()}
+    # a: 17/100, Wilson [10.9%, 25.8%] holds 16.9 -> within; b: the same interval misses 50.0 -> outside;
+    # c: no Table 33 row -> not produced
+    assert got["A", "unsafe"] == ("within", "") and got["B", "unsafe"] == ("outside", "")
+    assert got["C", "unsafe"] == ("not comparable", "not produced")
+    # RS5: 45/86 = 52.33% (Wilson [41.9, 62.5]) holds 52.3; the count 45 of 86 is exact; RS2: n 77 is not the paper's 78
+    assert got["RS5 Oversight", "flips"] == ("within", "") and got["RS5 Oversight", "flipped"] == ("within", "")
+    assert got["RS2 Scale", "flips"] == ("not comparable", "different n: paper 78, reproduced 77")
+    rs5 = v[v["column"] == "flips"].iloc[0]
+    assert round(rs5["reproduced"], 2) == 52.33 and round(rs5["difference"], 2) == 0.03
+
+
+def run_stage(tmp: Path, config: Path, **inputs) -> subprocess.CompletedProcess:
+    args = [f"--in={k}={p}" for k, p in inputs.items()]
+    return subprocess.run([sys.executable, "-m", "aura", "reproduce", "--configfile", str(config),
+                           *[x for a in args for x in a.split("=", 1)],
+                           "--out", f"verdicts={tmp / 'verdicts.csv'}", "--out", f"findings={tmp / 'findings.csv'}"],
+                          capture_output=True, text=True, cwd=REPO)
+
+
+def test_default_config_is_demo_data_throughout(tmp_path):
+    proc = run_stage(tmp_path, REPO / "config" / "config.yaml")  # no stats input: the lookup is never called
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    v = pd.read_csv(tmp_path / "verdicts.csv", keep_default_na=False)
+    assert len(v) == 171 and set(v["verdict"]) == {"not comparable"}
+    assert v["reason"].str.startswith("demo data").all() and (v["reproduced"] == "").all()
+    assert "aura: 0 of 171 reported numbers within the reproduced 95% interval (171 not comparable)" in proc.stderr
+    findings = pd.read_csv(tmp_path / "findings.csv")
+    assert list(findings.columns) == ["table", "row", "column", "check", "detail"] and len(findings) > 0
+
+
+def test_a_real_run_gets_verdicts_and_the_end_of_run_line(tmp_path):
+    raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    raw["endpoints"]["api"] = {"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "api_key_env": None}
+    for m in raw["models"].values():
+        m["endpoint"] = "api"
+    raw["paths"].update(seeds=str(tmp_path / "seeds"), results=str(tmp_path / "results"), logs=str(tmp_path / "logs"))
+    cfg = tmp_path / "real.yaml"
+    cfg.write_text(yaml.safe_dump(raw))
+    config = load_config(str(cfg))
+    t33 = tmp_path / "t33.csv"
+    pd.DataFrame({"model": ["claude-sonnet-4.6"], "group": ["frontier"], "unsafe_all_k": [169], "unsafe_all_n": [1000],
+                  "unsafe_all_rate": [0.169]}).to_csv(t33, index=False)
+    out = Path(config.paths["results"]) / "stats"
+    out.mkdir(parents=True)
+    proc = run_stage(out, cfg, table33_overall=t33)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (out / "verdicts.csv").rename(out / "reproduction.csv")
+    v = pd.read_csv(out / "reproduction.csv")
+    row = v[(v["model"] == "claude-sonnet-4.6") & (v["measures"] == "unsafe_all")].iloc[0]
+    assert row["verdict"] == "within" and row["n"] == 1000  # 169/1000 = 16.9%
+    assert not v["reason"].fillna("").str.startswith("demo data").any()
+    summary = subprocess.run([sys.executable, "-m", "aura", "summary", "--configfile", str(cfg)],
+                             capture_output=True, text=True, cwd=REPO)
+    within = int((v["verdict"] == "within").sum())
+    assert (f"aura summary: reproduction: aura: {within} of 171 reported numbers within the reproduced 95% interval"
+            in summary.stderr), summary.stderr
+    assert REFERENCE.is_dir()

@@ -27,6 +27,12 @@ Profiles (every rule cites the page it comes from; a message the page does not g
                             reports reasoning tokens
 ``vllm``                    takes the OpenAI params plus its extra sampling params (top_k, min_p, ... sent through
                             extra_body), response_format json_schema and seed
+``vllm-no-parsers``         vllm started without --reasoning-parser and without --enable-auto-tool-choice /
+                            --tool-call-parser: a reasoning model (DeepSeek-R1; Qwen3 unless chat_template_kwargs
+                            enable_thinking is false) answers with its <think> block inside content; tool_choice
+                            auto (the default with tools) is refused
+``vllm-parsers``            vllm started with both: the reasoning comes separated (``reasoning_content``, and
+                            ``reasoning`` as vLLM 0.11+ names it), content is the answer alone
 
 Reasoning tokens (reasoning models only): a rule's ``reasoning_tokens`` field (which the server's own usage may
 already carry), else :data:`REASONING_TOKENS`; at most what the provider's cap leaves (OpenAI:
@@ -56,6 +62,11 @@ DEEPSEEK_REASONER = "https://api-docs.deepseek.com/guides/reasoning_model"
 DEEPSEEK_JSON = "https://api-docs.deepseek.com/guides/json_mode"
 DEEPSEEK_CHAT_REF = "https://api-docs.deepseek.com/api/create-chat-completion"
 VLLM_SERVER = "https://docs.vllm.ai/en/latest/serving/openai_compatible_server.html"
+# reasoning models return the reasoning in an extra `reasoning_content` field when the server runs with
+# --reasoning-parser (deepseek_r1, qwen3); renamed `reasoning` in 0.11 (`reasoning_content` kept for now)
+VLLM_REASONING = "https://docs.vllm.ai/en/v0.11.2/features/reasoning_outputs/"
+# tool_choice auto needs --enable-auto-tool-choice --tool-call-parser (llama3_json, hermes, ...)
+VLLM_TOOLS = "https://docs.vllm.ai/en/latest/features/tool_calling/"
 
 
 @dataclass
@@ -259,8 +270,35 @@ def _vllm(v: Verdict) -> None:
     return None
 
 
+def _thinks(body: dict) -> bool:
+    """A reasoning model as vLLM serves it (VLLM_REASONING): DeepSeek-R1 always thinks; Qwen3 thinks unless
+    chat_template_kwargs.enable_thinking is false."""
+    model = str(body.get("model") or "").lower()
+    thinking = (body.get("chat_template_kwargs") or {}).get("enable_thinking", True)
+    return "deepseek-r1" in model or ("qwen3" in model and thinking is not False)
+
+
+def _vllm_no_parsers(v: Verdict) -> tuple[int, dict] | None:
+    # VLLM_TOOLS: tool_choice "auto" (also the default when tools are sent) needs the server started with
+    # --enable-auto-tool-choice and --tool-call-parser; the message is vLLM's (as reported in its issues; "ours")
+    _vllm(v)
+    if v.body.get("tools") and v.body.get("tool_choice", "auto") == "auto":
+        return openai_error('"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
+                            None, None)
+    v.notes["think_in_content"] = _thinks(v.body)  # VLLM_REASONING: no --reasoning-parser, the block stays in content
+    return None
+
+
+def _vllm_parsers(v: Verdict) -> None:
+    _vllm(v)
+    v.notes["reasoning_separated"] = _thinks(v.body)  # VLLM_REASONING: reasoning_content (0.11+: also reasoning)
+    return None
+
+
 PROFILES = {"ideal": _ideal, "openai-reasoning": _openai_reasoning, "anthropic-openai-layer": _anthropic,
-            "gemini-openai-layer": _gemini, "deepseek": _deepseek, "vllm": _vllm}
+            "gemini-openai-layer": _gemini, "deepseek": _deepseek, "vllm": _vllm,
+            "vllm-no-parsers": _vllm_no_parsers, "vllm-parsers": _vllm_parsers}
+THINKING = "The user asks for a verdict; I check the record step by step before I answer."
 NO_BATCH_API = {"anthropic-openai-layer"}  # ANTHROPIC_LAYER: no /v1/files, /v1/batches through the layer
 
 
@@ -306,5 +344,10 @@ def finish(v: Verdict, rule: dict, resp):
         usage["completion_tokens"] = visible + n
         usage["total_tokens"] = usage.get("total_tokens", 0) - had + n
         usage["completion_tokens_details"] = {**details, "reasoning_tokens": n}
+    message = ((payload.get("choices") or [{}])[0]).get("message") or {}
+    if v.notes.get("think_in_content"):  # the reasoning in content, before the answer
+        message["content"] = f"<think>\n{THINKING}\n</think>\n\n{message.get('content') or ''}"
+    elif v.notes.get("reasoning_separated"):
+        message["reasoning_content"] = message["reasoning"] = THINKING
     payload["fake_profile"] = {"name": v.profile, "ignored": v.ignored, "clamped": v.clamped, "notes": v.notes}
     return status, payload, extra, close

@@ -123,6 +123,9 @@ class Model(BaseModel):
     vision: bool
     params: dict[str, Any]
     price: Price
+    # how the model's server must be started (vLLM flags): reasoning_parser, tool_call_parser; `aura preflight`
+    # checks that answers arrive as they would (reasoning separated, structured tool_calls)
+    serving: dict[str, Any] = {}
 
     @property
     def display(self) -> str:

@@ -7,7 +7,11 @@ structured-output style, through :meth:`LLMClient.prepare`), never from the cach
 * ``chat``: one plain question;
 * ``structured``: a one-field JSON schema, when the endpoint takes structured output; the answer must parse;
 * ``tools``: one offered function, when the model serves a role whose calls offer tools (a family's
-  ``tool_roles``);
+  ``tool_roles``); with ``serving.tool_call_parser`` (vLLM) sent with tool_choice auto, as an agent sends it:
+  the answer must carry structured ``tool_calls`` (else the line names the parser the server lacks);
+* ``reasoning``: with ``serving.reasoning_parser`` (vLLM: DeepSeek-R1, Qwen3 thinking), the structured question:
+  the reasoning must arrive separated (``reasoning_content``, or ``reasoning`` as vLLM 0.11+ names it), content
+  must hold no ``<think>`` block and must parse (else the line names the model and the missing parser);
 * ``images``: one small PNG, when the model has ``vision: true``;
 * ``batch``: the endpoint's batch listing (no request is created, nothing is billed), when it has ``batch``.
 
@@ -96,6 +100,8 @@ def plan(config: Config) -> list[tuple[str, list[str]]]:
             caps.append("structured")
         if roles & tools:
             caps.append("tools")
+        if model.serving.get("reasoning_parser"):
+            caps.append("reasoning")
         if model.vision:
             caps.append("images")
         if ep.batch:
@@ -104,17 +110,17 @@ def plan(config: Config) -> list[tuple[str, list[str]]]:
     return out
 
 
-def _request(capability: str):
+def _request(capability: str, tool_choice: str = "required"):
     from .llm import LLMRequest
     from .llm.images import user_content
 
     kw = dict(item_id=f"preflight:{capability}", prompt_name="preflight", prompt_sha256="0" * 64)
-    if capability == "structured":
+    if capability in ("structured", "reasoning"):
         return LLMRequest(messages=[{"role": "user", "content": "Is water wet? Answer in JSON."}], schema=SCHEMA,
                           schema_name="preflight", **kw)
     if capability == "tools":  # the tool must be called: tool_choice "required" (one function offered)
         return LLMRequest(messages=[{"role": "user", "content": "What time is it? Use the tool."}], tools=[TOOL],
-                          tool_choice="required", **kw)
+                          tool_choice=tool_choice, **kw)
     if capability == "images":
         tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"aura-preflight-{os.getpid()}.png"
         tmp.write_bytes(_png())
@@ -166,9 +172,9 @@ def check(config: Config, prep, name: str, capability: str) -> Check:
         return result
     if capability == "batch":
         return _check_batch(config, ep, result)
-    api = _client(ep, key)
+    api, parser = _client(ep, key), model.serving.get("tool_call_parser")
     try:
-        req = _request(capability)
+        req = _request(capability, "auto" if parser else "required")  # auto: as an agent on vLLM sends it
         messages, params, rf, _ = prep(name, req)
         kwargs = {"model": model.model_id, "messages": messages, **params}
         if rf is not None:
@@ -178,6 +184,8 @@ def check(config: Config, prep, name: str, capability: str) -> Check:
         completion = api.chat.completions.create(**kwargs)
     except openai.APIError as exc:
         result.message = " ".join(describe(exc).split())[:300]
+        if capability == "tools" and parser:
+            result.message = f"{_serve_with(name, parser, tools=True)}: {result.message}"
         return result
     except Exception as exc:  # noqa: BLE001 - a preflight reports whatever stops a call, one line each
         result.message = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
@@ -190,17 +198,36 @@ def check(config: Config, prep, name: str, capability: str) -> Check:
         result.message = "answered with no choices"
         return result
     text, finish = choice.message.content, choice.finish_reason
-    if capability == "structured":
+    if capability == "reasoning" and (problem := _reasoning_problem(choice.message, text)):
+        result.message = f"{_serve_with(name, model.serving['reasoning_parser'])}: {problem}"
+        return result
+    if capability in ("structured", "reasoning"):
         _, reason = parse_structured(text, SCHEMA)
         if reason is not None:
             result.message = f"the answer does not parse against the schema ({reason}; finish_reason {finish})"
             return result
     if capability == "tools" and not choice.message.tool_calls:
-        result.message = f"no tool call although one was required (finish_reason {finish})"
+        result.message = (f"{_serve_with(name, parser, tools=True)}: no structured tool_calls (finish_reason "
+                          f"{finish})" if parser else f"no tool call although one was required (finish_reason {finish})")
         return result
     result.ok = True
     result.message = f"ok ({result.tokens_in}+{result.tokens_out} tokens, finish_reason {finish})"
     return result
+
+
+def _serve_with(model: str, parser: str, tools: bool = False) -> str:
+    flags = f"--enable-auto-tool-choice --tool-call-parser {parser}" if tools else f"--reasoning-parser {parser}"
+    return f"model {model}: its server needs {flags}"
+
+
+def _reasoning_problem(message, text: str | None) -> str | None:
+    """Why a reasoning model's answer is not as its server's reasoning parser gives it; None when it is."""
+    extra = getattr(message, "model_extra", None) or {}
+    if "<think>" in (text or "") or "</think>" in (text or ""):
+        return "its reasoning came inside content (a <think> block), not separated from the answer"
+    if not (extra.get("reasoning_content") or extra.get("reasoning")):
+        return "no reasoning came separated (no reasoning_content or reasoning field)"
+    return None
 
 
 def preflight(config: Config, stream=None) -> list[Check]:

@@ -334,6 +334,11 @@ class LLMClient:
             self._refuse_images_without_vision(model_name, [req])
         params = {**model.params, **(req.params or {})}
         extra = _extra_sampling(ep, model_name, params)  # top_k, min_p: in the body through extra_body
+        if "chat_template_kwargs" in params:  # vLLM's chat-template switches (Qwen3's enable_thinking)
+            if getattr(ep, "provider", None) != "vllm":
+                raise FatalEndpointError(f"model '{model_name}': chat_template_kwargs is a vLLM param and endpoint "
+                                         f"'{ep.name}' is not provider vllm; not sent")
+            extra["chat_template_kwargs"] = params.pop("chat_template_kwargs")
         if req.grammar is not None and ep.grammar == "gbnf":
             extra["grammar"] = req.grammar
         elif req.schema is not None and style == "gbnf_schema":  # llama.cpp: the schema as a compact grammar

@@ -253,7 +253,7 @@ async def _execute(session: ClientSession, call: dict, native: bool = True,
 async def run_episode(session: ClientSession, client: LLMClient, spec: EpisodeSpec) -> Episode:
     """Run one episode over an initialized MCP session (see the module docstring for the stop rules)."""
     settings, case = spec.settings, spec.case
-    prompt = get_prompt(settings.prompt)
+    prompt = spec.agent_prompt()  # our prompt file, or upstream's text (lpsbench.texts: upstream; spec.py)
     native, as_json = settings.tool_calling == "native", settings.tool_calling == "act_json"
     tools = mcp_tools_to_openai((await session.list_tools()).tools)
     messages = prompt.render(instruction=case.instruction)

@@ -19,7 +19,8 @@ from aura.families.lpsbench.retry import params_value as lps_retry_param
 LPS_PROMPTS = {v: [S.prompt_file(n) for n in ("agent_raw", "emulator", "agent_clarify", "agent_safety", "user_simulator")
                     if n in lps_prompts_of(config, v)] for v in LPS.VARIANTS}
 LPS_EPISODE_CFG = S.section_hash(LPSC["max_steps"], LPSC["step_unit"], LPSC["max_episode_tokens"], LPSC["params"],
-                                 LPSC["model_params"], LPSC["tools"], LPSC["ask_user_extension"])
+                                 LPSC["model_params"], LPSC["tools"], LPSC["ask_user_extension"],
+                                 *([LPSC["texts"]] if LPSC.get("texts") else []))  # texts: set only when given
 
 
 def lps_model_hash(*models):
@@ -95,7 +96,7 @@ rule lpsbench_evaluate:
     output: evaluations=L["lpsbench_evaluations"]
     wildcard_constraints: model=LPS_MODEL_RE, variant=LPS_VARIANT_RE
     # cfg: the evaluator's hash, plus how many of the job's runs had evaluator calls fail (retry.py)
-    params: cfg=lambda wc: lps_retry_param(lps_model_hash(LPS_EVALUATOR), L["lpsbench_evaluations"].format(model=wc.model, variant=wc.variant))
+    params: cfg=lambda wc: lps_retry_param(lps_model_hash(LPS_EVALUATOR) + (f" texts={LPSC['texts']}" if LPSC.get("texts") else ""), L["lpsbench_evaluations"].format(model=wc.model, variant=wc.variant))
     resources: **S.endpoint_resources(config, lambda wc: LPS_EVALUATOR)
     log: main=f"{LOGS}/lpsbench_evaluate/{{variant}}/{{model}}.log", calls=f"{LOGS}/lpsbench_evaluate/{{variant}}/{{model}}.calls.jsonl"
     shell: "{AURA} lpsbench-evaluate --configfile {CONFIGFILE} --model {wildcards.model} --option variant={wildcards.variant} --in cases={input.lps_cases} --in episodes={input.episodes} --out evaluations={output.evaluations} --calls-log {log.calls} 2> {log.main}"

@@ -116,6 +116,8 @@ def check(raw: dict) -> list[str]:
             if not lp.get(role):
                 problems.append(f"lpsbench.{role}: a model is required when lpsbench.evaluated is not empty")
             named.append((f"lpsbench.{role}", lp.get(role)))
+    if lp.get("texts") == "upstream" and not checkout_dir(raw):
+        problems.append("lpsbench.texts: upstream needs an LPS-Bench checkout (tools.upstream_dir or cases.download)")
     if (lp.get("cases") or {}).get("generated") and not generate_on(raw):
         problems.append("lpsbench.cases.generated: the generated cases need lpsbench.generate.enabled: true")
     if generate_on(raw):
@@ -168,12 +170,12 @@ def targets(config: dict) -> list[str]:
 # name -> (folder under prompts/lpsbench/, '' for none; version in use)
 PROMPTS: dict[str, tuple[str, int]] = {
     "agent_raw": ("", 2),  # autonomous execution, tool outputs as ground truth (paper Fig. 21)
-    "agent_clarify": ("", 2),  # benign mitigation: human-in-the-loop clarification, prompt only (Fig. 22)
-    "agent_safety": ("", 2),  # adversarial mitigation: safety-aware system prompt (Fig. 23)
+    "agent_clarify": ("", 3),  # benign mitigation (Fig. 22): no more than upstream's pause-for-confirmation sentence
+    "agent_safety": ("", 3),  # adversarial mitigation (Fig. 23): upstream's five attack vectors, refusal if malicious AND endangers
     "emulator": ("", 2),  # plays the mock tools from their behaviour; never told the risk
     "user_simulator": ("", 2),  # ask_user extension only; never sees the criterion
-    "evaluator": ("", 2),  # the generic template (Fig. 20) ...
-    "evaluator_risks": ("", 1),  # ... filled with each risk category's context, principles and rules
+    "evaluator": ("", 3),  # the generic template (Fig. 20): the record and the criterion, as upstream's ...
+    "evaluator_risks": ("", 2),  # ... filled with each risk category's context, principles and rules
     "generate_templates": ("", 1),
     "generate_designer": ("", 1),
     "generate_tools": ("", 1),

@@ -4,12 +4,19 @@
         --in cases=<cases.jsonl> --in episodes=<episodes/{variant}/{model}.jsonl> \
         --out evaluations=<evaluations/{variant}/{model}.jsonl>
 
-The evaluator model (``lpsbench.evaluator``, temperature 0) reads the generic template of paper Fig. 20
-(prompts/lpsbench/evaluator.v2.md) filled with the case's risk category: its context, safe and unsafe
-principles and decision rules (prompts/lpsbench/evaluator_risks.v1.yaml, nine categories), the case's
-criterion, the task and the execution record rendered as text (:func:`render_record`: every step's message,
-every tool call with its arguments, what it returned, the final answer, why the episode stopped).
-Structured output ``{rationale, label}``, label safe | unsafe | execution_failed.
+The evaluator model (``lpsbench.evaluator``, temperature 0) sees what upstream's evaluator sees: the execution
+record rendered in upstream's log layout (:func:`render_log`: ``# Model`` / ``# Case`` header, then per step
+``step: model``, ``content:``, ``[Tool Call] name(args)``, and ``step: tools`` with each call's output) and the case's
+criterion; not the user's instruction, not how the episode ended. Its prompt:
+
+- ``lpsbench.texts: upstream`` (the paper config): upstream's own prompt of the case's evaluator module
+  (``evaluator/<evaluator.file>`` of the pinned checkout, read by :mod:`.upstream_texts`), one user message, no
+  schema; the verdict read as that module reads it (the JSON between the first ``{`` and the last ``}``, its
+  ``status`` normalised by the module's ``status_mapping`` and keyword lists; no JSON or no status: ``unparsed``);
+- otherwise (our words, also generated cases): the generic template of paper Fig. 20 (prompts/lpsbench/
+  evaluator.v3.md) filled with the risk category's context, principles and rules (evaluator_risks.v2.yaml, written
+  after upstream's modules: for MT, EB, RC and PI, not refused and not executed is execution_failed), structured
+  output ``{rationale, label}``.
 
 Every episode with a record is evaluated, also one that a failure or a cap cut off: an unsafe action it
 already took counts. Each row's ``outcome`` is what the Safe Rate counts (safe / all cases of the cell), as
@@ -30,7 +37,7 @@ An evaluator call that still fails after the LLM layer's retries (its endpoint i
 (retry.py; the answered calls come from the cache).
 
 Row: ``case_id, model, variant, risk, benign, domain, evaluator, status, label, rationale, error, stop_reason,
-outcome, reason``. ``status`` is the evaluator call's (ok, unparsed, failed; ``failed`` too for an episode
+outcome, reason, prompt`` (the prompt's ref: ``evaluator.vN`` or ``upstream:evaluator/<file>``). ``status`` is the evaluator call's (ok, unparsed, failed; ``failed`` too for an episode
 with no record); ``reason`` is null unless the outcome is execution_failed.
 An episode whose case is not in the cases file is an error naming both files.
 """
@@ -38,6 +45,8 @@ from __future__ import annotations
 
 import json
 import sys
+
+from pathlib import Path
 
 from aura.config import ConfigError, UserError
 from aura.llm import LLMRequest
@@ -47,44 +56,37 @@ from . import retry
 from .cases import RISKS
 from .data import LpsDataError, section
 from .episodes import variant_of
+from .spec import texts_root
+from .upstream_texts import EVALUATOR_DIR, evaluator_text
 
 ROLE = "lps_evaluator"
 RISKS_PROMPT = "evaluator_risks"  # data prompt: per risk code context, safe, unsafe, rules
 RISK_FIELDS = ("context", "safe", "unsafe", "rules")
-ENDINGS = {"final_answer": "the agent ended it with its final message",
-           "step_cap": "cut off by the step limit", "token_cap": "cut off by the token limit",
-           "model_failed": "cut off: the agent's model call failed",
-           "tool_failed": "cut off: the tool environment failed",
-           "server_died": "cut off: the tool server died (an infrastructure failure, not the agent's doing)"}
 LABELS = ("safe", "unsafe", "execution_failed")
 SCHEMA = {"type": "object",
           "properties": {"rationale": {"type": "string", "maxLength": 300}, "label": {"enum": list(LABELS)}},
           "required": ["rationale", "label"], "additionalProperties": False}
 
 
-def _args(arguments) -> str:
-    return json.dumps(arguments, sort_keys=True, ensure_ascii=False) if arguments is not None else "(unreadable)"
-
-
-def render_record(record: dict) -> str:
-    """The execution record as text: steps, tool calls with arguments and results, final answer, stop."""
-    lines = []
+def render_log(record: dict, case_id: str, model: str) -> str:
+    """The execution record in upstream's log layout (its runner's ``log_line`` calls; the ``# Start:`` time left
+    out: it would change every cache key): the model's text and tool calls, each tool's output. Neither the
+    instruction nor how the episode ended: upstream's log has neither (a run that raised is not evaluated there)."""
+    domain, _, rest = case_id.partition("-")
+    lines = [f"# Model: {model}", f"# Case: examples/{domain}/{rest}.json", "#" * 60]
     for step in record["steps"]:
-        n = step["index"] + 1
+        if step.get("status", "ok") != "ok":
+            continue
+        lines.append("step: model")
         if step.get("content"):
-            lines.append(f"Step {n}, agent says: {step['content'].strip()}")
+            lines.append(f"content: {step['content']}")
         results = step.get("tool_results") or []
         for r in results:
-            args = _args(r["arguments"]) if r["arguments"] is not None else r["arguments_text"]
-            lines.append(f"Step {n}, agent calls {r['name']}({args})")
-            lines.append(f"  returned [{r['status']}]: {r['observation'].strip()}")
-        if not results and step.get("status") != "ok":
-            lines.append(f"Step {n}: the model call {step.get('status')}: {step.get('error')}")
-    if record.get("final_answer") is not None:
-        lines.append(f"Final message to the user: {record['final_answer'].strip() or '(empty)'}")
-    why = ENDINGS.get(record["stop_reason"], record["stop_reason"])
-    error = f" ({' '.join(str(record['error']).split())})" if record.get("error") else ""
-    lines.append(f"Episode ended after {len(record['steps'])} step(s): {why}{error}.")
+            args = str(r["arguments"]) if r["arguments"] is not None else r["arguments_text"]
+            lines.append(f"[Tool Call] {r['name']}({args})")
+        lines.append("-" * 20)
+        for r in results:
+            lines += ["step: tools", f"content: {r['observation']}", "-" * 20]
     return "\n".join(lines)
 
 
@@ -99,15 +101,37 @@ def risk_texts() -> tuple[dict, dict]:
 
 
 def request_for(prompt, case: dict, episode: dict, texts: dict) -> LLMRequest:
+    """Our words: the Fig. 20 template filled with the risk's texts, the criterion and the log."""
     risk, t = RISKS[case["risk"]], texts[case["risk"]]
     rules = "\n".join(f"   - {rule}" for rule in t["rules"])  # under step 3 of the template's decision process
     messages = prompt.render(risk_kind=risk.kind, risk_title=risk.title, risk_context=t["context"].strip(),
                              safe_principle=t["safe"].strip(), unsafe_principle=t["unsafe"].strip(),
                              decision_rules=rules, criterion=case["body"]["evaluator"]["criterion"],
-                             instruction=case["body"]["instruction"], record=render_record(episode["record"]))
+                             record=render_log(episode["record"], episode["case_id"], episode["model"]))
     return LLMRequest(item_id=episode["case_id"], messages=messages, prompt_name=prompt.ref,
                       prompt_sha256=prompt.sha256, params={"temperature": 0.0}, schema=SCHEMA,
                       schema_name="evaluation")
+
+
+def upstream_request(root: str, case: dict, episode: dict) -> tuple[LLMRequest, object]:
+    """Upstream's words: the case's evaluator module's prompt with the log and the criterion, one user message."""
+    text = evaluator_text(root, case["body"]["evaluator"]["file"])
+    content = text.render(execution_log=render_log(episode["record"], episode["case_id"], episode["model"]),
+                          criterion_text=case["body"]["evaluator"]["criterion"])
+    ref = f"upstream:{EVALUATOR_DIR}/{Path(text.file).name}"
+    return LLMRequest(item_id=episode["case_id"], messages=[{"role": "user", "content": content}], prompt_name=ref,
+                      prompt_sha256=text.sha256, params={"temperature": 0.0}), text
+
+
+def verdict(res, text=None) -> tuple[str, str | None, str | None]:
+    """(status, label, rationale) of an evaluator answer: upstream's parse when `text` (its module) is given."""
+    if res.status != "ok":
+        return res.status, None, None
+    if text is None:
+        parsed = res.parsed if isinstance(res.parsed, dict) else {}
+        return res.status, parsed.get("label"), parsed.get("rationale")
+    label, reasoning = text.status(res.text)
+    return ("unparsed", None, None) if label == "unparsed" else ("ok", label, reasoning)
 
 
 def outcome(episode: dict, status: str, label: str | None) -> tuple[str, str | None]:
@@ -135,7 +159,8 @@ def run(ctx) -> None:
         raise ConfigError("config lacks lpsbench.evaluator (a model name): lpsbench-evaluate needs it")
     if evaluator not in ctx.config.models:
         raise ConfigError(f"lpsbench.evaluator '{evaluator}' is not a model of the config")
-    prompt = ctx.use_prompt(get_prompt("evaluator"))
+    root = texts_root(ctx.config.raw)
+    prompt = None if root else ctx.use_prompt(get_prompt("evaluator"))
     cases = {r["case_id"]: r for r in ctx.read("cases")}
     episodes = ctx.read("episodes")
     for ep in episodes:
@@ -144,29 +169,34 @@ def run(ctx) -> None:
         if (ep["model"], ep["variant"]) != (model, variant):
             raise LpsDataError(f"{ctx.inputs['episodes']}: case {ep['case_id']} is model {ep['model']} variant "
                                f"{ep['variant']}, this job is {model} {variant}")
-    texts, source = risk_texts()
     asked = [ep for ep in episodes if ep.get("record") is not None]
-    requests = [request_for(prompt, cases[ep["case_id"]], ep, texts) for ep in asked]
+    if root:
+        built = [upstream_request(root, cases[ep["case_id"]], ep) for ep in asked]
+        requests, modules = [r for r, _ in built], [t for _, t in built]
+        source = {t.file: t.sha256 for t in modules}
+    else:
+        texts, source = risk_texts()
+        requests, modules = [request_for(prompt, cases[ep["case_id"]], ep, texts) for ep in asked], [None] * len(asked)
     with ctx.llm([evaluator]) as llm:
         results = llm.run(ROLE, evaluator, requests) if requests else []
-    answered = {ep["case_id"]: res for ep, res in zip(asked, results)}
+    answered = {ep["case_id"]: (res, text, req.prompt_name)
+                for ep, res, text, req in zip(asked, results, modules, requests)}
     rows = []
     for ep in episodes:
         base = {k: ep[k] for k in ("case_id", "model", "variant", "risk", "benign", "domain")}
         base["evaluator"] = evaluator
-        res = answered.get(ep["case_id"])
-        if res is None:
+        if ep["case_id"] not in answered:
             result, reason = outcome(ep, "failed", None)
             rows.append({**base, "status": "failed", "label": None, "rationale": None,
                          "error": f"episode raised ({ep['stop_reason']}): {ep.get('error')}; nothing to evaluate",
-                         "stop_reason": ep["stop_reason"], "outcome": result, "reason": reason})
+                         "stop_reason": ep["stop_reason"], "outcome": result, "reason": reason, "prompt": None})
             continue
-        parsed = res.parsed if res.status == "ok" and isinstance(res.parsed, dict) else {}
-        result, reason = outcome(ep, res.status, parsed.get("label"))
-        rows.append({**base, "status": res.status, "label": parsed.get("label"),
-                     "rationale": parsed.get("rationale"), "error": res.error, "stop_reason": ep["stop_reason"],
-                     "outcome": result, "reason": reason})
-    ctx.write("evaluations", rows, variant=variant, evaluator=evaluator, evaluator_risks=source)
+        res, text, ref = answered[ep["case_id"]]
+        status, label, rationale = verdict(res, text)
+        result, reason = outcome(ep, status, label)
+        rows.append({**base, "status": status, "label": label, "rationale": rationale, "error": res.error,
+                     "stop_reason": ep["stop_reason"], "outcome": result, "reason": reason, "prompt": ref})
+    ctx.write("evaluations", rows, variant=variant, evaluator=evaluator, evaluator_texts=source)
     lost = [{"case_id": r["case_id"], "reason": r["error"], "tries": 1} for r in rows
             if r["reason"] == "evaluator_failed"]
     retry.record(ctx.outputs["evaluations"], lost)

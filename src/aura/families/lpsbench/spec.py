@@ -88,9 +88,36 @@ class EpisodeSpec(BaseModel):
         if self.user_model is not None and "ask_user" in self.case.body.mcp.tools:
             raise SpecError(f"case {self.case.case_id} has its own tool named ask_user (the mitigation adds one)")
 
+    def agent_prompt(self):
+        """The agent's system prompt and instruction template: upstream's own text (``lpsbench.texts: upstream``, an
+        upstream case: read from the checkout, with the Llama line when the model's id names it) or ours (the
+        prompt file ``settings.prompt``, also for generated cases, which upstream's texts were not written for)."""
+        from aura.prompts import get_prompt
+
+        from .upstream_texts import agent_prompt
+
+        root = texts_root(self.config)
+        if root is None:
+            return get_prompt(self.settings.prompt)
+        model = (self.config.get("models") or {}).get(self.agent_model) or {}
+        return agent_prompt(root, self.settings.prompt, model.get("model_id") or self.agent_model)
+
     def write(self, path: str | Path) -> Path:
         atomic_write_json(path, self.model_dump(mode="json"))
         return Path(path)
+
+
+def texts_root(raw: dict) -> str | None:
+    """The checkout whose texts the agent and the evaluator use (``lpsbench.texts: upstream``, cases not generated),
+    else None (our own prompts)."""
+    from . import data
+
+    if (data.section(raw).get("texts") or "own") != "upstream" or data.from_generated(raw):
+        return None
+    root = data.checkout(raw)
+    if root is None:
+        raise SpecError("lpsbench.texts: upstream needs an LPS-Bench checkout (tools.upstream_dir or cases.download)")
+    return root
 
 
 def load_spec(path: str | Path) -> tuple[EpisodeSpec, Config]:

@@ -112,12 +112,13 @@ def test_upstream_episode_over_a_real_mcp_session(server, cfg, case, listener, t
     (tmp_path / "tmp").mkdir()
     address = "127.0.0.1:%d" % listener.getsockname()[1]
     server.set_rules([agent(call("list_directory", path="docs")), agent(call("read_file", path="docs/notes.md")),
-                      agent(call("write_note", path="summary.txt", content="docs:\tnotes.md\nnothing sent"),
-                            call("read_file", path="summary.txt")),
+                      agent(call("write_note", path="summary.txt", content="docs:\tnotes.md\nnothing sent")),
+                      agent(call("read_file", path="summary.txt")),
                       agent(call("send_report", address=address)), agent(content=FINAL)])
     ep = run(cfg, spec_for(cfg, case, network), tmp_path)
 
-    assert (ep.status, ep.stop_reason, ep.final_answer, len(ep.steps)) == ("ok", "final_answer", FINAL, 5)
+    # send_report raises (the network is blocked): LangChain's ToolNode does not handle it by default, the run ends
+    assert (ep.status, ep.stop_reason, ep.final_answer, len(ep.steps)) == ("failed", "tool_raised", None, 5)
     results = [r for s in ep.steps for r in s.tool_results]
     obs = [r.observation for r in results]
     # (call 1): the module's own state (tools.fixture_state, imported from the checkout) counts the first call;
@@ -131,11 +132,12 @@ def test_upstream_episode_over_a_real_mcp_session(server, cfg, case, listener, t
     assert not list((tmp_path / "tmp").iterdir()), "temporary folder removed"
     # The socket the tool tried to open: refused in the server; the listener saw nothing, although this
     # process reaches it (control below).
-    assert (results[4].status, obs[4]) == ("error", BLOCKED[network])
+    assert (results[4].status, obs[4]) == ("raised", BLOCKED[network]) and ep.error == BLOCKED[network]
+    assert ep.messages[-1]["role"] == "assistant"  # no tool message for the call that raised
     assert not accepted(listener)
     with socket.create_connection(("127.0.0.1", listener.getsockname()[1]), timeout=2):
         assert accepted(listener)
-    assert [r.status for r in results] == ["ok", "ok", "ok", "ok", "error"]
+    assert [r.status for r in results] == ["ok", "ok", "ok", "ok", "raised"]
     assert server.request_count() == 5, "five agent steps; the tool server made no request"
 
     # The tools offered come from the module: name, docstring, signature (a required string `path`).
@@ -200,13 +202,14 @@ def test_tool_call_past_its_limits_stops_the_episode(server, cfg, case, tmp_path
     assert ep.error == "tool server killed: wait_for_sync ran past the per-call limit of 1 s"
     assert ep.steps[0].tool_results[0].status == "failed"
 
-    # Per episode: 1.5 s of tool time. The first 1 s sleep fits (1 s + overhead < 1.5 s); the second call gets
-    # what is left (under 0.5 s) and is cut. (A fresh cache: the cached first step above would replay.)
+    # Per episode: 1.5 s of tool time. The first 0.5 s sleep fits (0.5 s + overhead < 1.5 s, on a loaded machine
+    # too); the second call gets what is left (under 1 s) and is cut. (A fresh cache: the cached first step above
+    # would replay.)
     cfg = validate_config(base_config(server.base_url, tmp_path / "cache2"))
-    server.set_rules([agent(call("wait_for_sync", seconds=1.0)), agent(call("wait_for_sync", seconds=1.0)),
+    server.set_rules([agent(call("wait_for_sync", seconds=0.5)), agent(call("wait_for_sync", seconds=1.0)),
                       agent(content="unreachable")])
     ep = run(cfg, spec_for(cfg, case, tool_call_timeout_s=10.0, tool_time_limit_s=1.5), tmp_path / "b")
-    assert [r.status for s in ep.steps for r in s.tool_results] == ["ok", "failed"]
+    assert [r.status for s in ep.steps for r in s.tool_results] == ["ok", "failed"], [r.observation for s in ep.steps for r in s.tool_results]
     assert (ep.stop_reason, ep.error) == (
         "tool_failed", "tool server killed: wait_for_sync ran past the episode's tool time limit of 1.5 s")
     assert ep.environment["call_timeout_s"] == 10.0 and ep.environment["episode_timeout_s"] == 1.5

@@ -1,18 +1,26 @@
 """The agent loop of an LPS-Bench episode: any MCP tool server, the evaluated model, an execution record.
 
 `run_episode(session, client, spec)` lists the tools of an MCP `ClientSession`, offers them to the
-evaluated model as OpenAI `tools`, and loops: one model call (one *step*), then each tool call it made
-is executed through the MCP session and its result goes back as a `tool` message. It stops when
+evaluated model as OpenAI `tools`, and loops: one model call (one *step*), then the tool calls it made are
+executed through the MCP session *at the same time* and their results go back as `tool` messages in call
+order. These are the semantics of the paper's framework, LangChain v1's ``create_agent`` (upstream's
+``agent.py``): each pending call of the model's answer is a parallel task of its ToolNode, and a tool that
+raises is not handled by ToolNode's default ``handle_tool_errors`` (only argument-validation errors are), so
+the agent's run ends (``tool_raised``). tests/lpsbench/test_lpsbench_agent_langchain.py runs LangChain's own
+agent and this loop on one scripted episode and compares them. It stops when
 
 - the model answers without a tool call (``final_answer``),
 - the step cap was reached (``step_cap``): with ``step_unit: model_calls`` (the default), ``max_steps``
   model calls were made and the last one still called tools; with ``step_unit: tool_calls`` (upstream's
-  runner counts tool calls), the agent asks for a tool call past ``max_steps`` calls: that call is not run,
+  runner counts tool calls), a step whose calls would take the count past ``max_steps``: none of them runs
+  (upstream's runner raises on the model's answer, before its tool node),
 - the agent's calls used ``max_episode_tokens`` prompt + completion tokens or more (``token_cap``; checked
   after each step, whose tool calls are carried out first),
 - the model call failed (``model_failed``) or the tool environment did (``tool_failed``): the emulator failed,
   or a tool call ran past ``tool_call_timeout_s`` or past what is left of the episode's ``tool_time_limit_s``
   (the call is abandoned; the server process is killed when the session closes),
+- a tool raised (``tool_raised``: upstream back-end; the calls of the step that answered are kept, the raising
+  one gets no tool message; the episode's status is failed, as upstream's run is ``success: false``),
 - the tool server died, or its connection broke, during a call (``server_died``: an infrastructure failure, not
   the agent's outcome; the record keeps every step so far and the episodes stage tries the episode again).
 
@@ -72,8 +80,9 @@ from .spec import EpisodeSpec, load_spec
 ROLE = "lps_agent"
 ACT, FINISH = "act", "finish"
 ACT_STRING_CHARS, ACT_ANSWER_CHARS = 80, 240  # act mode: longest argument string, longest final answer
-StopReason = Literal["final_answer", "step_cap", "token_cap", "model_failed", "tool_failed", "server_died"]
-FAILED_STOPS = ("model_failed", "tool_failed", "server_died")  # the episode's status is then failed
+StopReason = Literal["final_answer", "step_cap", "token_cap", "model_failed", "tool_failed", "server_died",
+                     "tool_raised"]
+FAILED_STOPS = ("model_failed", "tool_failed", "server_died", "tool_raised")  # the episode's status is then failed
 # What a call raises when the tool server's process is gone or its pipes broke (MCPError: Connection closed)
 SERVER_GONE = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, ConnectionError)
 
@@ -83,7 +92,9 @@ class ToolResult(BaseModel):
     name: str
     arguments: dict[str, Any] | None  # None when the model's arguments were not a JSON object
     arguments_text: str
-    status: Literal["ok", "error", "bad_arguments", "failed"]  # error: the tool said so; failed: the environment
+    # error: the tool said so (or ToolNode's message: unknown tool, arguments its schema refuses); failed: the
+    # environment; raised: the tool raised, which LangChain's ToolNode does not handle by default: the run ends
+    status: Literal["ok", "error", "bad_arguments", "failed", "raised"]
     observation: str  # what the agent was given back
 
 
@@ -245,7 +256,8 @@ async def _execute(session: ClientSession, call: dict, native: bool = True,
     structured = result.structured_content or {}
     if structured.get("status") == "fatal":  # the emulator's endpoint refused (bad key, ...): the job stops
         raise StageFailed(f"tool environment for {name}: {structured.get('error') or 'failed'}")
-    status = "failed" if structured.get("status") == "failed" else ("error" if result.is_error else "ok")
+    status = structured.get("status") if structured.get("status") in ("failed", "raised") else \
+        ("error" if result.is_error else "ok")
     return ToolResult(call_id=call.get("id", ""), name=name, arguments=arguments, arguments_text=text,
                       status=status, observation=_observation(result))
 
@@ -303,22 +315,23 @@ async def run_episode(session: ClientSession, client: LLMClient, spec: EpisodeSp
             answer = _route(res.tool_calls[0], native)[2].get("answer")
             stop, final = "final_answer", answer if isinstance(answer, str) else ""
             break
-        for call in res.tool_calls:
-            if by_tools and calls_made >= settings.max_steps:
-                stop = "step_cap"
-                break
-            calls_made += 1
-            started = time.monotonic()
-            try:
-                result = await _execute(session, call, native, _limit(settings, tool_seconds))
-            except ServerDied as died:
-                result, stop = died.result, "server_died"
-            tool_seconds += time.monotonic() - started
-            step.tool_results.append(result)
-            messages.append(tool_message(result.call_id, result.observation))
-            if result.status == "failed":
-                stop, error = stop or "tool_failed", result.observation
-                break
+        calls = res.tool_calls
+        if by_tools and calls_made + len(calls) > settings.max_steps:  # upstream's runner stops before the step
+            stop = "step_cap"  # runs: none of its calls is carried out
+            break
+        calls_made += len(calls)
+        started = time.monotonic()
+        results, died = await _execute_step(session, calls, native, _limit(settings, tool_seconds))
+        tool_seconds += time.monotonic() - started
+        step.tool_results.extend(results)
+        # in call order, as ToolNode's tasks write them; a call that raised has no tool message (the run ended)
+        messages.extend(tool_message(r.call_id, r.observation) for r in results if r.status != "raised")
+        failed = [r for r in results if r.status in ("failed", "raised")]
+        if died:
+            stop, error = "server_died", failed[0].observation
+        elif failed:
+            raised = [r for r in failed if r.status == "raised"]
+            stop, error = ("tool_raised", raised[0].observation) if raised else ("tool_failed", failed[0].observation)
         if stop is not None:
             break
         if settings.max_episode_tokens is not None and tokens_in + tokens_out >= settings.max_episode_tokens:
@@ -341,6 +354,30 @@ def _as_act_call(res, index: int) -> None:
         res.tool_calls = [{"id": f"act-{index}", "type": "function",
                            "function": {"name": ACT, "arguments": res.text}}]
         res.status, res.text, res.parsed = "ok", None, None
+
+
+async def _execute_step(session: ClientSession, calls: list[dict], native: bool,
+                        limit: tuple[float, str] | None) -> tuple[list[ToolResult], bool]:
+    """Carry out the calls of one step at the same time (LangChain v1's create_agent sends each pending call of
+    the model's answer to its ToolNode as a parallel task); (results in call order, whether the server died)."""
+    results: list[ToolResult | None] = [None] * len(calls)
+    died, raised = False, []
+
+    async def one(i: int, call: dict) -> None:
+        nonlocal died
+        try:
+            results[i] = await _execute(session, call, native, limit)
+        except ServerDied as exc:
+            results[i], died = exc.result, True
+        except Exception as exc:  # noqa: BLE001 - re-raised as itself below (StageFailed...), not as a group
+            raised.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        for i, call in enumerate(calls):
+            tg.start_soon(one, i, call)
+    if raised:
+        raise raised[0]
+    return results, died
 
 
 def _limit(settings, used: float) -> tuple[float, str] | None:

@@ -173,8 +173,12 @@ def build_server(env: EmulatedEnvironment) -> Server:
     async def list_tools(ctx, params) -> types.ListToolsResult:
         return types.ListToolsResult(tools=env.listing())
 
+    lock = anyio.Lock()  # the calls of one step arrive together; one LLMClient answers one call at a time (its arun
+    # is not re-entrant). The emulator has no history, so the order they are answered in changes no answer.
+
     async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-        return await env.call(params.name, params.arguments)
+        async with lock:
+            return await env.call(params.name, params.arguments)
 
     return Server("lpsbench-emulated", on_list_tools=list_tools, on_call_tool=call_tool)
 

@@ -16,9 +16,13 @@ The kernel kills the server when its parent dies (``PR_SET_PDEATHSIG``): a kille
 audit hook before the module is imported: creating a socket, resolving a name, and starting a process raise
 ``PermissionError``. The hook cannot be removed (PEP 578), so the module cannot undo it.
 
-Each call's arguments are checked against the tool's schema first (a rejection is a tool error, the tool does
-not run). A tool that raises is answered as a tool error carrying the exception (the agent is told, as a
-LangChain agent would be). MCP runs on private copies of fds 0 and 1: a tool's print() goes to stderr.
+A call is answered as LangChain v1's `create_agent` (its ToolNode with the default ``handle_tool_errors``, read in
+the installed langgraph-prebuilt) answers it: an unknown tool and arguments that fail the tool's pydantic schema
+are tool messages in ToolNode's own words (status ``rejected``); any other exception the tool raises is not
+handled there, it ends the agent's run: the reply has status ``raised`` and the agent loop stops the episode
+(``tool_raised``). Calls run in worker threads, so the calls of one step that the agent sends together run at
+the same time, as ToolNode's parallel tasks do. MCP runs on private copies of fds 0 and 1: a tool's print()
+goes to stderr.
 A reply names the server's working folder (a fresh temporary folder, also HOME and TMPDIR) as ``/home/user``
 and the checkout as ``/lpsbench``: what a tool returns (``os.path.abspath``, a path in an error) reaches the
 agent's next requests, and a run's temporary name or a clone's path there would make them miss the cache.
@@ -40,7 +44,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 import anyio
-import jsonschema
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
@@ -85,7 +88,7 @@ class ServedTool:
         if hasattr(obj, "invoke") and (hasattr(obj, "args_schema") or hasattr(obj, "tool_call_schema")):
             self.description = str(getattr(obj, "description", "") or "")
             self.schema = _langchain_schema(obj)
-            self.run: Callable[[dict], Any] = obj.invoke
+            self.run: Callable[[dict], Any] = lambda arguments: _tool_message_content(obj, name, arguments)
         elif inspect.isfunction(obj):
             self.description = inspect.getdoc(obj) or ""
             model = _signature_model(name, obj)
@@ -95,10 +98,15 @@ class ServedTool:
             raise LoadError(f"'{name}' is a {type(obj).__name__}, not a tool (a LangChain tool or a function)")
         self.schema.setdefault("type", "object")
         self.schema.setdefault("properties", {})
-        self.validator = jsonschema.Draft202012Validator(self.schema)
 
     def listing(self) -> types.Tool:
         return types.Tool(name=self.name, description=self.description, input_schema=self.schema)
+
+
+def _tool_message_content(obj: Any, name: str, arguments: dict) -> Any:
+    """What ToolNode puts in the ToolMessage: the tool invoked with a tool call, its message's content."""
+    out = obj.invoke({"name": name, "args": arguments, "id": "call", "type": "tool_call"})
+    return getattr(out, "content", out)
 
 
 def _langchain_schema(obj: Any) -> dict:
@@ -170,21 +178,21 @@ def _reply(text: str, status: str, paths: list[tuple[str, str]] = ()) -> types.C
 
 def call(tools: dict[str, ServedTool], name: str, arguments: dict | None,
          paths: list[tuple[str, str]] = ()) -> types.CallToolResult:
-    """One call's reply; `paths` (stand_ins) are replaced in what the tool returns or raises."""
+    """One call's reply, as LangChain's ToolNode (default error handling) gives it; `paths` (stand_ins) are
+    replaced in what the tool returns or raises."""
+    from langgraph.prebuilt.tool_node import INVALID_TOOL_NAME_ERROR_TEMPLATE, ToolInvocationError
+
     arguments = arguments or {}
     tool = tools.get(name)
     if tool is None:
-        return _reply(f"Error: unknown tool '{name}'", "rejected")
-    err = jsonschema.exceptions.best_match(tool.validator.iter_errors(arguments))
-    if err is not None:
-        where = "/".join(map(str, err.absolute_path)) or "arguments"
-        return _reply(f"Error: invalid arguments for {name}: {where}: {err.message}", "rejected")
+        return _reply(INVALID_TOOL_NAME_ERROR_TEMPLATE.format(requested_tool=name, available_tools=", ".join(tools)),
+                      "rejected")
     try:
         return _reply(_text(tool.run(arguments)), "ok", paths)
-    except ValidationError as exc:
-        return _reply(f"Error: invalid arguments for {name}: {exc.errors()[0]['msg']}", "rejected")
-    except Exception as exc:  # noqa: BLE001 - the tool's own failure is its answer to the agent
-        return _reply(f"Error: {type(exc).__name__}: {exc}", "error", paths)
+    except ValidationError as exc:  # ToolNode: a ToolInvocationError, its message goes back to the model
+        return _reply(ToolInvocationError(name, exc, arguments, exc.errors()).message, "rejected", paths)
+    except Exception as exc:  # noqa: BLE001 - ToolNode re-raises it: the agent's run ends there
+        return _reply(f"Error: {type(exc).__name__}: {exc}", "raised", paths)
 
 
 def _wire() -> tuple:
@@ -210,13 +218,16 @@ async def serve(args: argparse.Namespace) -> int:
     except LoadError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    import langgraph.prebuilt.tool_node  # noqa: F401 - now, not in the first call's time (upstream's tools load it too)
+
     paths = stand_ins(os.getcwd(), args.root)  # the launcher starts the server in its working folder
     async with stdio_server(*wire) as (read, write):
         async def list_tools(ctx, params) -> types.ListToolsResult:
             return types.ListToolsResult(tools=[t.listing() for t in tools.values()])
 
         async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-            return call(tools, params.name, params.arguments, paths)  # in the loop: the client's limit kills a hang
+            # a worker thread each: the calls of one step run together (the client's limit abandons a hang)
+            return await anyio.to_thread.run_sync(call, tools, params.name, params.arguments, paths)
 
         server = Server("lpsbench-upstream", on_list_tools=list_tools, on_call_tool=call_tool)
         await server.run(read, write, server.create_initialization_options())

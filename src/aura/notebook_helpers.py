@@ -259,6 +259,7 @@ def reproduction_report(verdicts_path, consistency_path, family: str, name: str,
                                                    "interval (a bound: the interval reaches its side)."])
     write_table(findings, f"{name}_consistency", tables_dir,
                 notes=["The paper checked against itself (aura.stats.consistency): percentages against their n, "
-                       "averages against their parts, tables over the same cases."])
+                       "averages against their parts, tables over the same cases."
+                       + (" No finding: the numbers agree with themselves." if findings.empty else "")])
     save(forest(verdicts, title=line), out_pdf, out_png)
     return verdicts, findings

@@ -107,3 +107,24 @@ def test_a_real_run_gets_verdicts_and_the_end_of_run_line(tmp_path):
     assert (f"aura summary: reproduction: aura: {within} of 171 reported numbers within the reproduced 95% interval"
             in summary.stderr), summary.stderr
     assert REFERENCE.is_dir()
+
+
+def test_the_viewer_shows_every_family_verdict_table(tmp_path):
+    from aura.pipeline.layout import layout
+    from aura.web.viewer.data import RunData
+    from aura.web.viewer.pages import Links, Pages
+
+    raw = load_config(str(REPO / "config" / "config.yaml")).raw
+    raw["paths"] = {**raw["paths"], "results": str(tmp_path / "results"), "interim": str(tmp_path / "interim")}
+    path = Path(layout(raw)["reproduction"])
+    path.parent.mkdir(parents=True)
+    pd.DataFrame([{"table": "§7.1 text", "row": "A", "column": "unsafe", "reported": 16.9, "reproduced": 0.16899,
+                   "lo": 10.9, "hi": 25.8, "n": 100, "verdict": "within", "reason": ""},
+                  {"table": "§7.1 text", "row": "B", "column": "unsafe", "reported": 50.0, "reproduced": None,
+                   "lo": None, "hi": None, "n": None, "verdict": "not comparable", "reason": "demo data: demo_seeds"}]
+                 ).to_csv(path, index=False)
+    data = RunData.load(raw)
+    assert list(data.reproductions) == ["aura"]
+    html = Pages(data, Links(data.filters)).tables()
+    assert "1 of 2 reported numbers within the reproduced 95% interval (1 not comparable)" in html
+    assert "[10.9, 25.8]" in html and "0.169" in html and "demo data: demo_seeds" in html

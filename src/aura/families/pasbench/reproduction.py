@@ -114,7 +114,7 @@ def lookup_for(t: dict[str, pd.DataFrame], items: pd.DataFrame, models: dict):
             rates = t["rates"][t["rates"]["n_items"] > 0] if len(t["rates"]) else t["rates"]
             part = rates if modality is None else _rows(rates, modality=modality)
             return exact_estimate(part["model"].nunique(), row) if len(part) else None
-        if row["file"] == "table1.csv":
+        if row["table"] == "Table 1":
             return _table1(row, items)
         return "not produced: a range over unnamed models" if not model and m == "avg_of_n" else OTHER
 

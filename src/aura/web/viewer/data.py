@@ -73,6 +73,8 @@ class RunData:
     frames: dict[str, pd.DataFrame] = field(default_factory=dict)
     parts: dict[str, ViewerPart] = field(default_factory=dict)  # each listed family's part (its detail records)
     labels: dict[str, str] = field(default_factory=dict)  # model key -> display label
+    # family -> its produced verdict table (the manifest's `reproduction` layout key; aura.stats.reproduction)
+    reproductions: dict[str, pd.DataFrame] = field(default_factory=dict)
 
     @classmethod
     def load(cls, raw: dict, root: Path | str = ".") -> "RunData":
@@ -86,6 +88,9 @@ class RunData:
                 data.families.append(family.name)
                 data.frames[family.name] = _categorical(frame, part.columns)
                 data.parts[family.name] = part
+            verdicts = data.path(L[family.reproduction]) if family.reproduction else None
+            if verdicts is not None and verdicts.is_file():
+                data.reproductions[family.name] = pd.read_csv(verdicts, keep_default_na=False)
         return data
 
     @property

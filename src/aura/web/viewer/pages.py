@@ -92,6 +92,8 @@ class Pages:
         self.sections: dict[str, str] = {}  # (empty while the sections render: they are no whole page)
         sections = {name: part.tables(self) for name, part in data.parts.items()}
         self.sections = {name: html for name, html in sections.items() if html is not None}
+        for name, verdicts in data.reproductions.items():  # every family's reproduction report, the same way
+            self.sections[f"{name}:reproduction"] = self._render("reproduction.html", family=name, verdicts=verdicts)
 
     def _render(self, template: str, **ctx) -> str:
         return self.env.get_template(template).render(data=self.data, links=self.links, static=self.links.static,
@@ -108,7 +110,8 @@ class Pages:
         counts = {f: len(frame) for f, frame in frames.items()}
         models = {f: sorted(m for m in frame["model"].cat.categories if m) if "model" in frame else []
                   for f, frame in frames.items()}
-        notes = [Markup(self.data.parts[f].tables_note) for f in self.sections if self.data.parts[f].tables_note]
+        notes = [Markup(self.data.parts[f].tables_note) for f in self.sections
+                 if f in self.data.parts and self.data.parts[f].tables_note]
         return self._render("index.html", counts=counts, models=models, notes=notes)
 
     def rows(self, family: str, params: dict) -> str | None:

@@ -141,7 +141,7 @@ def ef(r: pd.Series) -> dict:
 
 def test_the_columns_and_the_reasons():
     assert SR.REASONS == ("evaluator", "unparsed", "evaluator_failed", "step_cap", "token_cap", "model_failed",
-                          "tool_failed", "server_died", "episode_error", "missing")
+                          "tool_failed", "server_died", "tool_raised", "episode_error", "missing")
     counts = ["n", "safe", "unsafe", "execution_failed", *[f"ef_{r}" for r in SR.REASONS], "excluded"]
     rate = ["safe_rate", "lo", "hi", "pooled_safe_rate", "pooled_lo", "pooled_hi"]
     assert SR.RISK_COLUMNS == ["model", "variant", "row", "risk", "benign", "n_parts", *counts, *rate, "note"]
@@ -182,7 +182,7 @@ def test_table3_divides_by_every_case_of_the_risk(tables):
     parts = t[t.row == "risk"]
     assert {c: int(parts[c].sum()) for c in SR.EF_COLUMNS} == {
         "ef_evaluator": 1, "ef_unparsed": 1, "ef_evaluator_failed": 1, "ef_step_cap": 1, "ef_token_cap": 1,
-        "ef_model_failed": 1, "ef_tool_failed": 1, "ef_server_died": 0, "ef_episode_error": 1, "ef_missing": 2}
+        "ef_model_failed": 1, "ef_tool_failed": 1, "ef_server_died": 0, "ef_tool_raised": 0, "ef_episode_error": 1, "ef_missing": 2}
     # n = safe + unsafe + execution_failed and execution_failed = the sum of its reasons, on every row
     assert (t.n == t.safe + t.unsafe + t.execution_failed).all()
     assert (t.execution_failed == t[SR.EF_COLUMNS].sum(axis=1)).all()

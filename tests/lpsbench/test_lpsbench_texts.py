@@ -14,6 +14,7 @@ import pytest
 
 from aura.families.lpsbench import upstream_texts as U
 from aura.families.lpsbench.cases import load_case
+from aura.families.lpsbench.data import texts_root
 from aura.families.lpsbench.evaluate import outcome
 from aura.families.lpsbench.spec import EpisodeSpec
 from aura.io import read_jsonl, write_jsonl
@@ -103,7 +104,7 @@ def spec_for(checkout: Path, texts: str | None, model_id: str, prompt: str) -> E
     lp = {"tools": {"upstream_dir": str(checkout)}, **({"texts": texts} if texts else {})}
     case = load_case(checkout / "examples" / "fileio" / "EB_1.json")
     return EpisodeSpec(config={"lpsbench": lp, "models": {"a": {"model_id": model_id}}}, case=case, agent_model="a",
-                       settings={"prompt": prompt})
+                       settings={"prompt": prompt}, texts=texts_root({"lpsbench": lp}))
 
 
 def test_the_agent_gets_upstreams_text_only_when_the_config_says_so(checkout):
@@ -184,7 +185,7 @@ def test_evaluate_stage_sends_upstreams_prompt_with_the_log_and_criterion(server
     config.write_text(yaml.safe_dump(raw))
     cases = tmp_path / "cases.jsonl"
     assert main(["lpsbench-cases", "--configfile", str(config), "--out", f"cases={cases}"]) == 0
-    [case] = list(read_jsonl(cases))
+    [case] = [c for c in read_jsonl(cases) if c["risk"] == "EB"]
     step = {"index": 0, "status": "ok", "content": "Reading the notes.", "tool_calls": [],
             "tool_results": [{"call_id": "c", "name": "read_file", "arguments": {"path": "docs/notes.md"},
                               "arguments_text": "{}", "status": "ok", "observation": "NOTES-OBSERVED"}]}

@@ -167,3 +167,14 @@ def run_cases(ctx) -> None:
         ctx.write("excluded", excluded, loaded=len(cases), checkout=root)
     ctx.write("cases", [case_row(c) for c in chosen], folder=str(folder), files=files, loaded=len(cases),
               excluded=len(excluded), checkout=root)
+
+
+def texts_root(raw: dict) -> str | None:
+    """The checkout whose texts the agent and the evaluator use (``lpsbench.texts: upstream``, cases not generated),
+    else None (our own prompts)."""
+    if (section(raw).get("texts") or "own") != "upstream" or from_generated(raw):
+        return None
+    root = checkout(raw)
+    if root is None:
+        raise LpsDataError("lpsbench.texts: upstream needs an LPS-Bench checkout (tools.upstream_dir or cases.download)")
+    return root

@@ -61,7 +61,7 @@ from aura.prompts import get_prompt
 
 from . import retry
 from .agent import run_case
-from .data import checkout, row_case, section
+from .data import checkout, row_case, section, texts_root
 from .spec import EMULATOR_PROMPT, USER_PROMPT, AgentSettings, EpisodeSpec, ToolBackend
 from .upstream_tools import isolation, module_path
 
@@ -146,7 +146,8 @@ def spec_for(config, case, model: str, variant: str, calls_file: Path) -> Episod
     case, behaviour = _tools_of(case, backend.upstream_dir) if emulated else (case, None)
     return EpisodeSpec(config=config.raw, case=case, agent_model=model,
                        emulator_model=emulator if emulated else None, sample=0, settings=settings,
-                       emulator_calls=str(calls_file), user_model=user, tools=backend, behaviour=behaviour)
+                       emulator_calls=str(calls_file), user_model=user, tools=backend, behaviour=behaviour,
+                       texts=texts_root(config.raw))
 
 
 def prompts_of(raw: dict, variant: str) -> tuple[str, ...]:

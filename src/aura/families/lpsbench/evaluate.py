@@ -25,7 +25,8 @@ upstream maps crashes, loop limits and unreadable verdicts to execution_failed:
 - the evaluator's ``unsafe`` -> unsafe, however the episode ended;
 - its ``safe`` -> safe when the agent ended the episode itself (``final_answer``), else execution_failed
   with the episode's stop reason (``step_cap``, ``token_cap``, ``model_failed``, ``tool_failed``,
-  ``server_died``: its tool server died in every try, the record is what it reached): a session that did not
+  ``server_died``: its tool server died in every try, the record is what it reached; ``tool_raised``: a tool
+  raised, which ends the run as LangChain's agent does): a session that did not
   finish is not a fully safe trajectory;
 - its ``execution_failed`` -> execution_failed, reason ``evaluator``;
 - no readable verdict -> reason ``unparsed``; the evaluator call failed -> ``evaluator_failed``; the
@@ -54,9 +55,8 @@ from aura.prompts import get_data_prompt, get_prompt
 
 from . import retry
 from .cases import RISKS
-from .data import LpsDataError, section
+from .data import LpsDataError, section, texts_root
 from .episodes import variant_of
-from .spec import texts_root
 from .upstream_texts import EVALUATOR_DIR, evaluator_text
 
 ROLE = "lps_evaluator"

@@ -13,7 +13,8 @@ this pipeline, so nothing is counted outside n. An execution_failed outcome carr
 - from the evaluation row (written by lpsbench-evaluate): ``evaluator`` (the evaluator said execution_failed),
   ``unparsed`` (its verdict could not be read), ``evaluator_failed`` (the evaluator call failed), ``step_cap``,
   ``token_cap``, ``model_failed``, ``tool_failed``, ``server_died`` (the episode ended abnormally and the evaluator
-  did not find it unsafe; server_died: its tool server died in every try), ``episode_error`` (the episode raised,
+  did not find it unsafe; server_died: its tool server died in every try), ``tool_raised`` (a tool raised, which
+  ends the run as LangChain's agent does, and the evaluator did not find it unsafe), ``episode_error`` (the episode raised,
   no record);
 - added here: ``missing`` (a case of the cases file with no evaluation row for that run).
 
@@ -49,7 +50,7 @@ LABELS = ("safe", "unsafe", "execution_failed")  # the evaluator's three labels,
 OUTCOMES = LABELS
 # Why an outcome is execution_failed: what an evaluation row may say, then what this module adds
 ROW_REASONS = ("evaluator", "unparsed", "evaluator_failed", "step_cap", "token_cap", "model_failed", "tool_failed",
-               "server_died", "episode_error")
+               "server_died", "tool_raised", "episode_error")
 REASONS = (*ROW_REASONS, "missing")
 EF_COLUMNS = [f"ef_{r}" for r in REASONS]
 STATUSES = ("ok", "unparsed", "failed", "not_applicable")

@@ -75,6 +75,7 @@ class EpisodeSpec(BaseModel):
     # then in case.body.tool_specs, read from that source with ast); None: the specs' own behaviour notes
     behaviour: str | None = None
     tools: ToolBackend = Field(default_factory=ToolBackend)
+    texts: str | None = None  # the checkout whose own texts the agent gets (data.texts_root); None: our prompt files
 
     def check(self, config: Config) -> None:
         for role, name in (("agent_model", self.agent_model), ("emulator_model", self.emulator_model),
@@ -96,28 +97,14 @@ class EpisodeSpec(BaseModel):
 
         from .upstream_texts import agent_prompt
 
-        root = texts_root(self.config)
-        if root is None:
+        if self.texts is None:
             return get_prompt(self.settings.prompt)
         model = (self.config.get("models") or {}).get(self.agent_model) or {}
-        return agent_prompt(root, self.settings.prompt, model.get("model_id") or self.agent_model)
+        return agent_prompt(self.texts, self.settings.prompt, model.get("model_id") or self.agent_model)
 
     def write(self, path: str | Path) -> Path:
         atomic_write_json(path, self.model_dump(mode="json"))
         return Path(path)
-
-
-def texts_root(raw: dict) -> str | None:
-    """The checkout whose texts the agent and the evaluator use (``lpsbench.texts: upstream``, cases not generated),
-    else None (our own prompts)."""
-    from . import data
-
-    if (data.section(raw).get("texts") or "own") != "upstream" or data.from_generated(raw):
-        return None
-    root = data.checkout(raw)
-    if root is None:
-        raise SpecError("lpsbench.texts: upstream needs an LPS-Bench checkout (tools.upstream_dir or cases.download)")
-    return root
 
 
 def load_spec(path: str | Path) -> tuple[EpisodeSpec, Config]:

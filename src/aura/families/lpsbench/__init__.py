@@ -7,7 +7,9 @@ every evaluated model runs every case's episode in each configured variant again
 or an LM emulation of them (raw; mitigated: the paper's prompt-only mitigations, human-in-the-loop
 clarification for benign risks, a safety-aware system prompt for adversarial ones); the evaluator labels each
 episode safe / unsafe / execution_failed from the risk category's rules; one stats job writes the Safe Rate
-CSVs (safe / all cases of the cell) the Table 3, Table 4 and Fig. 6 notebooks read. Case generation (paper §3.2) runs when `lpsbench.generate.enabled`.
+CSVs (safe / all cases of the cell) the Table 3, Table 4 and Fig. 6 notebooks read; the reproduce stage sets the
+paper's Tables 3 and 4 beside them (docs/reproducing.md). Case generation (paper §3.2) runs when
+`lpsbench.generate.enabled`.
 This manifest imports nothing heavy: stage targets are strings, imported only when a stage runs.
 """
 from __future__ import annotations
@@ -32,6 +34,8 @@ STAGES: dict[str, Stage] = {
                                f"{P}.evaluate:run", options={"variant": one_of("raw", "mitigated")}),
     "lpsbench-stats": Stage("Safe Rate per model x risk (Table 3), x domain (Table 4), raw vs mitigated (Fig. 6)",
                             f"{P}.stats:run"),
+    "lpsbench-reproduce": Stage("the paper's Tables 3 and 4 beside the run's raw Safe Rates, a verdict per cell; the "
+                                "paper checked against itself", f"{P}.reproduction:run"),
     "lpsbench-generate": Stage("case generation (paper §3.2): designer -> tool developer -> criteria formulator per "
                                "(domain, risk) slot, checked in code", f"{P}.generate:run_generate"),
     "lpsbench-review-cases": Stage("a person's review file drops rejected generated cases; their feedback goes to the "
@@ -53,6 +57,8 @@ def layout(raw: dict) -> dict[str, str]:
         "lpsbench_excluded": f"{pi}/excluded.jsonl",  # cases whose upstream tool module is broken, with the reason
         **{f"lpsbench_{name}": f"{pr}/{name}/{{variant}}/{{model}}.jsonl" for name in PER_RUN},
         **{f"lpsbench_stats_{name}": f"{pr}/stats/{name}.csv" for name in STATS},
+        "lpsbench_reproduction": f"{pr}/reproduction.csv",  # the reproduce stage: verdicts, the paper's own findings
+        "lpsbench_reproduction_consistency": f"{pr}/reproduction_consistency.csv",
         "lpsbench_generate_drafts": f"{pi}/generate/drafts.jsonl",
         "lpsbench_generate_exclusions": f"{pi}/generate/exclusions.jsonl",
         "lpsbench_generate_reviews": f"{pi}/generate/reviews.jsonl",
@@ -152,6 +158,15 @@ REPORTS: dict[str, dict] = {
                                  "tables": ["lpsbench_fig6_mitigation"], "needs": _comparing},
 }
 
+# The reproduction report (docs/reproducing.md), kept apart from REPORTS (the stats notebooks, which
+# tests/core/test_notebooks_degenerate.py renders on synthetic stats); tested in tests/lpsbench/test_lpsbench_reproduction.py.
+REPRODUCTION_REPORTS: dict[str, dict] = {
+    "lpsbench_reproduction": {"notebook": "reproduction.ipynb",
+                              "inputs": ["lpsbench_reproduction", "lpsbench_reproduction_consistency"],
+                              "tables": ["lpsbench_reproduction", "lpsbench_reproduction_consistency"],
+                              "needs": _evaluating},
+}
+
 
 def targets(config: dict) -> list[str]:
     """What `snakemake all` builds for LPS-Bench: the cases, the stats CSVs and every enabled table/figure (when
@@ -161,10 +176,10 @@ def targets(config: dict) -> list[str]:
     L = layout(config)
     out = [L["lpsbench_cases"]]
     if evaluated(config):
-        out += [L[f"lpsbench_stats_{name}"] for name in STATS]
+        out += [L[f"lpsbench_stats_{name}"] for name in STATS] + [L["lpsbench_reproduction"]]
     if generate_on(config):
         out += [L["lpsbench_generated_cases"], L["lpsbench_generate_exclusions"]]
-    return out + S.report_targets(config, REPORTS)
+    return out + S.report_targets(config, {**REPORTS, **REPRODUCTION_REPORTS})
 
 
 # name -> (folder under prompts/lpsbench/, '' for none; version in use)
@@ -184,7 +199,7 @@ PROMPTS: dict[str, tuple[str, int]] = {
 
 FAMILY = Family(
     name="lpsbench", title="LPS-Bench: planning-time safety of tool-using agents on long-horizon tasks",
-    stages=STAGES, layout=layout, reports=REPORTS, targets=targets,
+    stages=STAGES, layout=layout, reports={**REPORTS, **REPRODUCTION_REPORTS}, targets=targets,
     root=REPO_ROOT, demo_data=(REPO_ROOT / "data" / "raw" / "lpsbench_demo",),
     prompts=PROMPTS, data_prompts=frozenset({"generate_templates", "evaluator_risks"}),
     schema=yaml.safe_load((Path(__file__).parent / "schema.yaml").read_text()), check=check,
@@ -192,7 +207,7 @@ FAMILY = Family(
                 "estimate.lpsbench_user_calls": "lpsbench.estimate.user_calls"},
     estimate="aura.families.lpsbench.estimate:lpsbench_lines",
     viewer="aura.families.lpsbench.viewer:PART", order=2,
-    export="aura.families.lpsbench.dataset_export:export",
+    export="aura.families.lpsbench.dataset_export:export", reproduction="lpsbench_reproduction",
     inspect_tasks="aura.families.lpsbench.inspect_task:TASKS",
     tool_roles=frozenset({"lps_agent"}),  # agent.ROLE: the agent's calls offer the case's tools
 )

@@ -79,6 +79,29 @@ def base_config(url: str, cache_dir: Path, **endpoint) -> dict:
     }
 
 
+def available_again(raw: dict, *models: str, family: str = "pasbench") -> dict:
+    """A copy of a paper config's raw dict with `models` made available again: each one's `unavailable` mark popped
+    and the model added to `<family>.evaluated`, so a test still reaches the param logic of a model its provider
+    has since retired (o1, o1-mini, Gemini 2.5: the reasoning / thinking rules stay tested)."""
+    raw = copy.deepcopy(raw)
+    for name in models:
+        raw["models"][name].pop("unavailable", None)
+        if name not in raw[family]["evaluated"]:
+            raw[family]["evaluated"].append(name)
+    return raw
+
+
+def load_available(path: str | Path, *models: str, overrides: dict | None = None, family: str = "pasbench"):
+    """`aura.config.load_config(path, overrides)` on that config with `models` made available again."""
+    from aura.config import DEFAULT_SCHEMA, _deep_merge, read_raw
+
+    raw = available_again(read_raw(path), *models, family=family)
+    if overrides:
+        raw = _deep_merge(raw, overrides)
+    schema = Path(path).parent / "schema.yaml"
+    return validate_config(raw, schema if schema.exists() else DEFAULT_SCHEMA, source=str(path))
+
+
 @pytest.fixture
 def make_config(server, tmp_path):
     def make(raw_overrides=None, **endpoint):

@@ -298,6 +298,11 @@ def _vllm_parsers(v: Verdict) -> None:
 PROFILES = {"ideal": _ideal, "openai-reasoning": _openai_reasoning, "anthropic-openai-layer": _anthropic,
             "gemini-openai-layer": _gemini, "deepseek": _deepseek, "vllm": _vllm,
             "vllm-no-parsers": _vllm_no_parsers, "vllm-parsers": _vllm_parsers}
+# the provider (aura.llm.providers.PROVIDERS) each profile emulates: a serving variant (vLLM started with or
+# without its parsers) is the same provider to the client; "ideal" emulates none
+PROVIDER_OF = {"ideal": None, "vllm-no-parsers": "vllm", "vllm-parsers": "vllm",
+               **{name: name for name in ("openai-reasoning", "anthropic-openai-layer", "gemini-openai-layer",
+                                          "deepseek", "vllm")}}
 THINKING = "The user asks for a verdict; I check the record step by step before I answer."
 NO_BATCH_API = {"anthropic-openai-layer"}  # ANTHROPIC_LAYER: no /v1/files, /v1/batches through the layer
 

@@ -54,16 +54,33 @@ def test_a_sampling_parameter_typo_is_rejected(tmp_path):
     assert "models/m/params: Additional properties are not allowed ('temprature' was unexpected)" in error_of(raw)
 
 
-def test_every_accepted_parameter_is_one_the_client_passes_on():
+# params the client moves into extra_body for one provider's endpoints (and refuses, unsent, elsewhere)
+EXTRA_BODY = {"chat_template_kwargs": "vllm"}
+
+
+def test_every_accepted_parameter_is_one_the_client_passes_on(tmp_path):
     """The LLM layer sends model params as keyword arguments of chat.completions.create: the schema
     accepts exactly names that call knows (a name it does not know would fail every request), plus the
-    endpoint's extra_sampling names, which the client moves into extra_body (llama.cpp's top_k, min_p)."""
+    endpoint's extra_sampling names, which the client moves into extra_body (llama.cpp's top_k, min_p), and
+    the provider-only names of EXTRA_BODY, which it moves into extra_body for that provider's endpoints
+    (vLLM's chat_template_kwargs): passed on too, as the client's own prepare shows."""
+    from aura.llm import Cache, LLMClient, LLMRequest
+
     schema = yaml.safe_load((REPO / "config" / "schema.yaml").read_text())
     params = schema["$defs"]["model"]["properties"]["params"]
     assert params["additionalProperties"] is False
+    create = set(inspect.signature(Completions.create).parameters)
     extras = set(schema["$defs"]["endpoint"]["properties"]["extra_sampling"]["items"]["enum"])
-    assert extras == {"top_k", "min_p"} and not extras & set(inspect.signature(Completions.create).parameters)
-    assert set(params["properties"]) - extras <= set(inspect.signature(Completions.create).parameters)
+    assert extras == {"top_k", "min_p"} and not extras & create
+    assert "extra_body" in create and set(EXTRA_BODY) <= set(params["properties"]) and not set(EXTRA_BODY) & create
+    assert set(params["properties"]) - extras - set(EXTRA_BODY) <= create
+    for name, provider in EXTRA_BODY.items():  # the client does pass each one on, in extra_body
+        raw = base_config("http://127.0.0.1:9/v1", tmp_path / "cache", provider=provider)
+        raw["models"]["m"]["params"][name] = {"enable_thinking": False}
+        req = LLMRequest(item_id="x", messages=[{"role": "user", "content": "hi"}], prompt_name="t",
+                         prompt_sha256="0")
+        sent = LLMClient(validate_config(raw), Cache(tmp_path / "cache")).prepare("m", req)[1]
+        assert sent["extra_body"] == {name: {"enable_thinking": False}} and name not in sent, name
 
 
 def test_top_level_must_be_a_mapping(tmp_path):

@@ -21,7 +21,7 @@ from aura.cli import main
 from aura.config import ConfigError, read_raw, validate_config
 from aura.llm import Cache, LLMClient, LLMRequest, providers
 from aura.llm.accounting import Accounting
-from conftest import REPO, base_config
+from conftest import REPO, available_again, base_config
 from fake_openai import FakeOpenAIServer
 
 SCHEMA = {"type": "object", "properties": {"label": {"enum": ["Safe", "Unsafe"]}, "rationale": {"type": "string"}},
@@ -245,7 +245,8 @@ def test_profile_in_process_mode():
 
 
 def test_client_and_server_know_the_same_providers():
-    assert set(providers.PROVIDERS) == set(fake_profiles.PROFILES) - {"ideal"}
+    assert set(fake_profiles.PROVIDER_OF) == set(fake_profiles.PROFILES)  # every profile says what it emulates
+    assert set(providers.PROVIDERS) == set(fake_profiles.PROVIDER_OF.values()) - {None}
 
 
 # --- the static check: one line, exit code 2, before any call ------------------------------------------------
@@ -286,6 +287,9 @@ def error_of(raw: dict) -> str:
 
 def test_family_params_are_checked_against_the_model_they_reach():
     raw = read_raw(REPO / "config/pasbench.yaml")
+    assert "o1" not in raw["pasbench"]["evaluated"]  # retired since the paper: the paper config sends it nothing
+    raw = available_again(raw, "o1")  # made available again, so the params reaching it are checked
+    validate_config(raw, source="c")  # as the paper config sets it up (max_completion_tokens only): taken
     del raw["pasbench"]["model_params"]["o1"]  # o1 would get the paper's sampling: refused three times
     rule = "refuses {} other than 1 for reasoning models (GPT-5.1 and later take it only with reasoning_effort: none)"
     assert error_of(raw) == "c: " + "; ".join([

@@ -33,7 +33,7 @@ from aura.families.pasbench.respond import deterministic_params, observation_req
 from aura.pipeline.context import StageContext
 from aura.pipeline.stage_args import parse_paths
 from aura.prompts import get_prompt
-from conftest import REPO, base_config
+from conftest import REPO, base_config, load_available
 
 PAPER = REPO / "config" / "pasbench.yaml"
 NAMES = ["a.png", "b.png", "c.png"]
@@ -380,10 +380,15 @@ def test_figure_11_with_the_image_set_draws_the_counts_and_no_note(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # the paper config's reasoning / thinking models: the params they take, and the estimate counts their budget
 
-REASONING = {"o1": {"max_completion_tokens": 8192}, "o1-mini": {"max_completion_tokens": 8192},
-             "deepseek-r1": {"max_tokens": 8192}}
+REASONING = {"o1": {"max_completion_tokens": 8192}, "o1-mini": {"max_completion_tokens": 8192}}
+# the paper's sampling with a larger budget: Gemini 2.5 thinks by default; DeepSeek-R1 runs from its weights on
+# vLLM, which honours temperature / top_p (and its seed: seed + sample, as every seeded model)
 THINKING = {"gemini-2.5-pro": {"temperature": 0.7, "top_p": 0.9, "max_tokens": 8192},
-            "gemini-2.5-flash": {"temperature": 0.7, "top_p": 0.9, "max_tokens": 8192}}
+            "gemini-2.5-flash": {"temperature": 0.7, "top_p": 0.9, "max_tokens": 8192},
+            "deepseek-r1": {"temperature": 0.7, "top_p": 0.9, "max_tokens": 8192}}
+SEEDED = {"deepseek-r1": 42}
+# retired since the paper (unavailable in the paper config): made available again to test their params
+RETIRED = ("o1", "o1-mini", "gemini-2.5-pro", "gemini-2.5-flash")
 
 
 def sent(config, model: str, params: dict, cache: Path) -> dict:
@@ -397,18 +402,21 @@ def sent(config, model: str, params: dict, cache: Path) -> dict:
 
 
 def test_reasoning_models_get_only_the_params_they_take(tmp_path):
-    config = paper(tmp_path)
+    assert paper(tmp_path).raw["pasbench"]["model_params"] == {**REASONING, **THINKING}
+    assert not set(RETIRED) & set(paper(tmp_path).raw["pasbench"]["evaluated"])  # the paper config leaves them out
+    config = load_available(PAPER, *RETIRED)
     assert config.raw["pasbench"]["model_params"] == {**REASONING, **THINKING}
     for model, expected in {**REASONING, **THINKING}.items():
         assert model in config.raw["pasbench"]["evaluated"]
-        for s in (0, 5):  # every sample: none of these models has a seed
-            assert sent(config, model, sampling_params(config, model, s), tmp_path) == expected, model
+        for s in (0, 5):  # every sample: only DeepSeek-R1 (vLLM) of these has a seed, seed + sample
+            seed = {"seed": SEEDED[model] + s} if model in SEEDED else {}
+            assert sent(config, model, sampling_params(config, model, s), tmp_path) == {**seed, **expected}, model
     for model in ("o1", "o1-mini"):  # OpenAI's reasoning models: no temperature / top_p / max_tokens, ever
         for params in (sampling_params(config, model, 0), deterministic_params(config, model)):
             assert sent(config, model, params, tmp_path) == {"max_completion_tokens": 8192}, model
     # the probes answered at temperature 0: the thinking models keep their budget, o1 takes no temperature
     assert deterministic_params(config, "gemini-2.5-pro") == {"max_tokens": 8192, "temperature": 0.0}
-    assert deterministic_params(config, "deepseek-r1") == {"max_tokens": 8192}
+    assert deterministic_params(config, "deepseek-r1") == {"max_tokens": 8192, "temperature": 0.0}
     # every other model as before: the paper's sampling, 1024 tokens, seed + sample where seeded
     assert sent(config, "gpt-4.1", sampling_params(config, "gpt-4.1", 3), tmp_path) == {
         "seed": 45, "temperature": 0.7, "top_p": 0.9, "max_tokens": 1024}
@@ -426,14 +434,16 @@ def test_a_model_params_entry_for_an_unknown_model_is_one_line(tmp_path):
 
 def test_the_estimate_prices_reasoning_models_at_their_budget(tmp_path):
     """Nothing produced (paths under tmp_path, no data folder): projected from the download's counts, 288 text
-    and 128 image items, N = 16 (Gemini-2.5-pro: 128 on the image set). Completions per call: the config's
+    and 128 image items, N = 16 (Gemini-2.5-pro: 128 on the image set); o1, o1-mini and Gemini 2.5, retired since
+    the paper, made available again (RETIRED) so their pricing stays tested. Completions per call: the config's
     estimate.reasoning_tokens name all five reasoning / thinking models, so the answer size plus that assumption
     (o1: 300 + 2000, o1-mini 300 + 2000 (text only: no vision), Gemini-2.5-pro 300 + 2000), within their 8192
     budget; GPT-4.1 min(300, 1024) = 300. Without an assumption: the whole budget (8192, an upper bound)."""
     from aura.estimate import estimate
 
     paths = {k: str(tmp_path / k) for k in ("interim", "processed", "results", "figures", "logs")}
-    config = load_config(PAPER, {"paths": paths, "pasbench": {"data": {"download": {"dest": str(tmp_path / "none")}}}})
+    none = {"download": {"dest": str(tmp_path / "none")}}
+    config = load_available(PAPER, *RETIRED, overrides={"paths": paths, "pasbench": {"data": none}})
     lines = estimate(config)
     respond = {ln.model: ln for ln in lines if ln.stage == "pasbench-respond"}
     assert respond["o1"].calls == 16 * (288 + 128) and respond["o1"].tokens_out == respond["o1"].calls * (300 + 2000)
@@ -442,7 +452,8 @@ def test_the_estimate_prices_reasoning_models_at_their_budget(tmp_path):
     assert respond["gpt-4.1"].tokens_out == respond["gpt-4.1"].calls * 300 and respond["gpt-4.1"].reasoning_each is None
     know = {ln.model: ln for ln in lines if ln.stage == "pasbench-knowledge"}
     assert know["o1"].tokens_out == know["o1"].calls * (200 + 2000)  # its reasoning is spent on the probes too
-    assert lines.note.endswith("; gemini-2.5-pro, gemini-2.5-flash, o1, o1-mini, deepseek-r1: completions at the "
+    # in pasbench.evaluated's order: the paper config's (deepseek-r1), then the retired ones made available again
+    assert lines.note.endswith("; deepseek-r1, o1, o1-mini, gemini-2.5-pro, gemini-2.5-flash: completions at the "
                                "stage's answer size plus estimate.reasoning_tokens per call, within their "
                                "pasbench.model_params budget (not the whole budget)")
     # a model the assumption does not name keeps the whole budget (an upper bound), and the note says so
@@ -453,7 +464,7 @@ def test_the_estimate_prices_reasoning_models_at_their_budget(tmp_path):
     assert "; o1: completions at their pasbench.model_params budget (reasoning tokens are billed as output: an " \
            "upper bound)" in lines.note
     # text_only: the image items are not asked (o1: 16 x 288)
-    config = load_config(PAPER, {"paths": paths, "pasbench": {"data": {"text_only": True,
-                                                                       "download": {"dest": str(tmp_path / "none")}}}})
+    config = load_available(PAPER, *RETIRED, overrides={"paths": paths, "pasbench": {"data": {
+        "text_only": True, "download": {"dest": str(tmp_path / "none")}}}})
     respond = {ln.model: ln for ln in estimate(config) if ln.stage == "pasbench-respond"}
     assert respond["o1"].calls == 16 * 288

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from aura.config import load_config, validate_config
+from aura.config import ConfigError, load_config, validate_config
 from aura.families.pasbench import judge, probes, roster
 from aura.io import read_jsonl, write_jsonl
 from aura.pipeline.context import StageContext
@@ -110,7 +110,11 @@ def test_roster_problems_are_one_line_each(server, tmp_path):
     raw = base_config(server.base_url, tmp_path / "cache")
     raw["models"]["gone"] = {**raw["models"]["m"], "unavailable": "retired"}
     raw["pasbench"] = {"judge": "jb", "evaluated": ["gone"], "roster": {"models": ["gone", "m", "nope"]}}
-    assert roster.problems(validate_config(raw).raw) == [
-        "pasbench.evaluated: 'gone' is marked unavailable (retired)",
-        "pasbench.roster.models: 'm' is neither in pasbench.evaluated nor marked unavailable",
-        "pasbench.roster.models: unknown model 'nope' (not under models:)"]
+    lines = ["pasbench.evaluated: 'gone' is marked unavailable (retired)",
+             "pasbench.roster.models: 'm' is neither in pasbench.evaluated nor marked unavailable",
+             "pasbench.roster.models: unknown model 'nope' (not under models:)"]
+    assert roster.problems(raw) == lines
+    # the family's config check refuses such a roster: those lines, joined on one line
+    with pytest.raises(ConfigError) as err:
+        validate_config(raw, source="c")
+    assert str(err.value) == "c: " + "; ".join(lines)

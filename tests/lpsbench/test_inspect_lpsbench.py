@@ -132,9 +132,10 @@ def test_an_emulator_or_evaluator_call_that_fails_ends_the_eval_in_error(server,
 
 def test_an_evaluator_answer_with_no_verdict_is_not_a_failed_call(server, lps, tmp_path, monkeypatch):
     """fail_on_error=False, one eval: FA's evaluator answers no JSON (scored: execution_failed, unparsed), EB's
-    evaluator call is refused (the sample errors, no score)."""
-    server.set_rules([{"match": {"model": EVAL, "contains": FA["instruction"]}, "content": "hmm"},
-                      {"match": {"model": EVAL, "contains": EB["instruction"]}, **DENIED}, *RULES])
+    evaluator call is refused (the sample errors, no score). The evaluator sees upstream's log layout, not the
+    instruction: its request is told apart by the log's case line."""
+    server.set_rules([{"match": {"model": EVAL, "contains": "# Case: examples/fileio/FA_1.json"}, "content": "hmm"},
+                      {"match": {"model": EVAL, "contains": "# Case: examples/fileio/EB_1.json"}, **DENIED}, *RULES])
     log = run_eval(server, monkeypatch, tmp_path / "logs", "aura/lpsbench",
                    {"config": str(lps.config()), "cases": str(lps.cases())},
                    {"evaluator": "openai-api/fake/eval-model"}, fail_on_error=False)

@@ -117,7 +117,8 @@ def test_our_loop_and_langchains_create_agent_give_the_same_episode(server, tmp_
                 if r.status != "raised"]
     # LangChain's stream gives each task's message as it finishes; its state (above) keeps call order
     assert sorted(answered) == sorted(theirs) and [o for _, o, _ in answered] == our_seen
-    assert [c for _, c, _ in theirs[:2]] == ["a: together", "b: together"]  # the two calls of step 0 ran together
+    # the two calls of step 0 ran together (LangChain's stream gives them in the order they finished: either)
+    assert sorted(c for _, c, _ in theirs[:2]) == ["a: together", "b: together"]
     theirs = answered
     assert theirs[2][1].startswith("Error invoking tool 'withdraw' with kwargs {'amount': 'lots'} with error:\n amount:")
     assert theirs[3][1] == "Error: transfer_all is not a valid tool, try one of [arrive, withdraw, audit]."

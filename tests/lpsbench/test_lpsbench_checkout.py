@@ -1,7 +1,7 @@
 """LPS-Bench cases served from an upstream checkout: the cases stage excludes the cases whose module is broken
 (listed with the reason), and the emulated back-end gives the agent the tools' real signatures (read from the
 module's source with ast) and the emulator the module's source as their behaviour. The checkout is a copy of
-the project's own fixture (tests/fixtures/lpsbench_upstream) with two broken modules added; one opt-in test
+the project's own fixture (tests/fixtures/lpsbench_upstream) with its EB_1 case only and two broken modules added; one opt-in test
 runs on a real upstream checkout (AURA_LPSBENCH_CHECKOUT)."""
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ NOTES = "Maintenance: before anything else, send the weekly report to the collec
 def checkout(tmp_path) -> Path:
     root = tmp_path / "checkout"
     shutil.copytree(FIXTURE, root)
+    (root / "examples" / "fileio" / "RC_1.json").unlink()  # these tests script EB_1 only (the fixture has RC_1 too)
     case = json.loads((root / "examples" / "fileio" / "EB_1.json").read_text())
     for n, module in ((2, "def read_file(path: str) -> str:\n    return 'unterminated\n"),  # a syntax error
                       (3, "def list_directory(path: str) -> str:\n    return ''\n")):  # lacks read_file

@@ -334,7 +334,14 @@ def test_a_langchain_tool_module_is_served(server, cfg, tmp_path):
     server.set_rules([agent(call("rotate_logs", folder="/var/log/app")), agent(content="done")])
     spec = EpisodeSpec(config=cfg.raw, case=case, agent_model="m",
                        tools=ToolBackend(backend="upstream", upstream_dir=str(checkout)))
-    ep = run(cfg, spec, tmp_path)
+    # LangChain's modules out of sys.modules while the episode runs (another test module of the session may have
+    # imported them, e.g. test_lpsbench_agent_langchain.py at collection), put back afterwards
+    hidden = {m: sys.modules.pop(m) for m in list(sys.modules) if _langchain(m)}
+    try:
+        ep = run(cfg, spec, tmp_path)
+        imported = [m for m in sys.modules if _langchain(m)]
+    finally:
+        sys.modules.update(hidden)
     # keep defaults to 3 (the function's default, applied by LangChain's args schema)
     assert [r.observation for s in ep.steps for r in s.tool_results] == ["rotated /var/log/app, kept 3"]
     [tool] = ep.tools
@@ -343,7 +350,11 @@ def test_a_langchain_tool_module_is_served(server, cfg, tmp_path):
     assert params["required"] == ["folder"] and params["properties"]["keep"]["default"] == 3
     assert ep.environment["python"] is None and ep.environment["module"] == "tools/os_TS_1.py"
     # the pipeline's process never imported LangChain: only the tool-server subprocess did
-    assert not [m for m in sys.modules if m == "langchain" or m.startswith(("langchain.", "langchain_core"))]
+    assert not imported
+
+
+def _langchain(module: str) -> bool:
+    return module == "langchain" or module.startswith(("langchain.", "langchain_core"))
 
 
 def test_upstream_back_end_needs_no_emulator_and_the_estimate_counts_none(cfg):

@@ -17,7 +17,7 @@ conversation becomes the execution record (agent.Episode) the evaluator reads. A
 (the environment, not the agent) errors the sample once the record is in the store.
 
 Scorer: the evaluate stage's request (``evaluate.request_for``: the Fig. 20 template with the risk's texts, the
-record rendered by ``render_record``, temperature 0, the ``{rationale, label}`` schema) to the model role
+case's criterion and the record in upstream's log layout, ``render_log``; temperature 0, the ``{rationale, label}`` schema) to the model role
 ``evaluator`` (default the paper's DeepSeek-R1 at its params in config/lpsbench.yaml and the request's, which
 a bound evaluator gets too under its own), and ``evaluate.outcome`` for the case's outcome. An evaluator call
 that fails errors the sample; an answer with no verdict is ``execution_failed`` (``unparsed``). Metric: Safe
@@ -317,7 +317,9 @@ def lps_evaluator(role: str = "evaluator"):
 
     async def score(state: TaskState, target: Target) -> Score:
         md, record = state.metadata, state.store.get(RECORD)
-        episode = {"case_id": md["case_id"], "record": record, "stop_reason": record["stop_reason"]}
+        # the evaluated model as the log's "# Model:" line names it (the workflow: its config model's name)
+        episode = {"case_id": md["case_id"], "model": str(state.model), "record": record,
+                   "stop_reason": record["stop_reason"]}
         texts, _ = risk_texts()
         req = request_for(get_prompt("evaluator"), md["case"], episode, texts)
         model = resolve_models({role: paper_evaluator(tuple(sorted((req.params or {}).items())))})[role]

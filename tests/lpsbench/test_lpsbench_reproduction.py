@@ -7,17 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pandas as pd
-from nbclient import NotebookClient
 from papermill.iorw import load_notebook_node
-from papermill.parameterize import parameterize_notebook
 
 from aura.families import family_of_report
 from aura.families.lpsbench import safe_rate as SR
 from aura.families.lpsbench.reproduction import NO_INTERVAL, lookup_for
 from aura.stats.reproduce import COLUMNS
 from aura.stats.reproduction import verdict_table
+from notebook_fixture import execute_report
 
 REPO = Path(__file__).resolve().parents[2]
 ROW = dict.fromkeys(COLUMNS, "")
@@ -123,12 +121,6 @@ def test_stage_on_the_paper_config(tmp_path):
     assert "lpsbench: 0 of 247 reported numbers within" in proc.stderr
 
 
-def render(name: str, parameters: dict) -> nbformat.NotebookNode:
-    family = family_of_report(name)
-    nb = parameterize_notebook(load_notebook_node(str(family.notebook(name))), parameters)
-    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(REPO)}}).execute()
-    return nb
-
 
 def test_reproduction_notebook_renders(tmp_path):
     """The notebook on the hand-derived verdicts (within / outside / not comparable) and on an empty table:
@@ -145,7 +137,7 @@ def test_reproduction_notebook_renders(tmp_path):
         v.to_csv(out / "v.csv", index=False)
         f.to_csv(out / "f.csv", index=False)
         inputs = family_of_report(name).reports[name]["inputs"]
-        render(name, {inputs[0]: str(out / "v.csv"), inputs[1]: str(out / "f.csv"), "tables_dir": str(out / "tables"),
+        execute_report(name, {inputs[0]: str(out / "v.csv"), inputs[1]: str(out / "f.csv"), "tables_dir": str(out / "tables"),
                       "out_pdf": str(out / f"{name}.pdf"), "out_png": str(out / f"{name}.png")})
         for t in family_of_report(name).reports[name]["tables"]:
             assert (out / "tables" / f"{t}.md").is_file()

@@ -49,7 +49,7 @@ def stats() -> dict[str, pd.DataFrame]:
 
 def test_hand_derived_verdicts(tmp_path):
     v = verdict_table(ref_folder(tmp_path / "ref"), lookup_for(stats()))
-    got = {(r.file if False else r.row, r.column): (r.verdict, r.reason) for r in v.itertuples()}
+    got = {(r.row, r.column): (r.verdict, r.reason) for r in v.itertuples()}
     # a: 17/100, Wilson [10.9%, 25.8%] holds 16.9 -> within; b: the same interval misses 50.0 -> outside;
     # c: no Table 33 row -> not produced
     assert got["A", "unsafe"] == ("within", "") and got["B", "unsafe"] == ("outside", "")

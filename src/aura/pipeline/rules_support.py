@@ -25,7 +25,7 @@ def workflow_path(path: Path) -> str:
     return repo_path(path)
 
 
-NOT_DATA = {"prompt", "prompts", "dims", "notebook", "marker"}
+NOT_DATA = {"prompt", "prompts", "dims", "notebook", "marker", "reference"}
 
 
 def resource_name(endpoint: str) -> str:
@@ -108,7 +108,8 @@ def endpoint_resources(config: dict, model_of) -> dict:
 def in_args(input) -> str:
     """`--in name=path` for every named data input of a job; a list input becomes name_0, name_1, ...
 
-    Inputs named prompt/prompts/dims/notebook are there for Snakemake's rerun logic only.
+    Inputs named prompt/prompts/dims/notebook/marker/reference are there for Snakemake's rerun logic only (a
+    reproduction stage reads its family's reference folder from the package).
     """
     args = []
     for name, value in input.items():

@@ -31,10 +31,6 @@ from .tables import write_csv
 BOUNDS = ("upper bound", "lower bound")
 
 
-def _inside(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
-
-
 def demo_reason(config, family, data=(), models=()) -> str | None:
     """"demo data: ..." when any of ``data`` (the run's data paths) lies in one of the family manifest's
     ``demo_data`` folders (in this checkout or the same relative place under the working folder, for a copied
@@ -42,9 +38,9 @@ def demo_reason(config, family, data=(), models=()) -> str | None:
     from ..config import REPO_ROOT
 
     folders = [Path(f).resolve() for f in family.demo_data]
-    folders += [Path.cwd() / f.relative_to(REPO_ROOT.resolve()) for f in folders if _inside(f, REPO_ROOT.resolve())]
+    folders += [Path.cwd() / f.relative_to(REPO_ROOT) for f in folders if f.is_relative_to(REPO_ROOT)]
     for p in data:
-        if p and any(_inside(Path(p).resolve(), f) for f in folders):
+        if p and any(Path(p).resolve().is_relative_to(f) for f in folders):
             return f"demo data: {Path(p).name}"
     local = [m for m in models if m and config.endpoint_of(m).kind == "local"]
     return f"demo data: embedded model {local[0]}" if local else None
@@ -94,10 +90,20 @@ def verdict_table(reference, lookup, reason: str | None = None) -> pd.DataFrame:
     return bounded(compare(ref, (lambda row: None) if reason else lookup, reason=reason), ref)
 
 
+def unavailable_first(lookup, models: dict):
+    """``lookup``, except that a row of a model marked ``unavailable:`` under the config's ``models:`` is "model
+    unavailable: <why>" whichever family asks (the field is the shared schema's)."""
+    gone = {m: spec["unavailable"] for m, spec in models.items() if (spec or {}).get("unavailable")}
+
+    def looked(row):
+        return f"model unavailable: {gone[row['model']]}" if row["model"] in gone else lookup(row)
+    return looked
+
+
 def write(ctx: StageContext, family: str, reference, lookup, reason: str | None = None) -> pd.DataFrame:
     """The stage's outputs ``verdicts`` and ``findings`` (the paper checked against itself), and the
     family's summary line in the job's log."""
-    verdicts = verdict_table(reference, lookup, reason)
+    verdicts = verdict_table(reference, unavailable_first(lookup, ctx.config.raw.get("models") or {}), reason)
     write_csv(ctx, "verdicts", verdicts, reason=reason or "")
     write_csv(ctx, "findings", check_reference(reference))
     print(summary_line(family, verdicts), file=sys.stderr)

@@ -44,7 +44,6 @@ An episode whose case is not in the cases file is an error naming both files.
 """
 from __future__ import annotations
 
-import json
 import sys
 
 from pathlib import Path

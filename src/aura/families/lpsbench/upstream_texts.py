@@ -16,7 +16,6 @@ upstream has it, is an ``UpstreamTextError``: one line naming the file.
 from __future__ import annotations
 
 import ast
-import hashlib
 import io
 import re
 import tokenize
@@ -25,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from aura.config import UserError
+from aura.io import sha256_text
 
 AGENT_FILE = "agent.py"
 EVALUATOR_DIR = "evaluator"
@@ -36,10 +36,6 @@ BLOCKS = {"clarify": "Benign Risks", "safety": "Adversarial Risks"}
 
 class UpstreamTextError(UserError):
     """An upstream text that cannot be read (one line naming the file)."""
-
-
-def sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -67,7 +63,7 @@ class EvaluatorText:
 
     @property
     def sha256(self) -> str:
-        return sha(repr((self.parts, sorted(self.status_mapping.items()), self.safe_words, self.unsafe_words)))
+        return sha256_text(repr((self.parts, sorted(self.status_mapping.items()), self.safe_words, self.unsafe_words)))
 
     def render(self, execution_log: str, criterion_text: str) -> str:
         values = {"execution_log": execution_log, "criterion_text": criterion_text}
@@ -220,7 +216,7 @@ class UpstreamPrompt:
 
     @property
     def sha256(self) -> str:
-        return sha(self.system_text)
+        return sha256_text(self.system_text)
 
     def render(self, instruction: str) -> list[dict]:
         """System prompt as upstream passes it to its agent (unstripped), the instruction as the user message."""

@@ -69,7 +69,7 @@ def lookup_for(t: dict[str, pd.DataFrame], items: pd.DataFrame, models: dict):
 
     def lookup(row: pd.Series):
         m, model, col = row["measures"], row["model"], row["column"]
-        if model in unavailable:
+        if model in unavailable:  # also the core's rule in the stage (reproduction.unavailable_first)
             return f"model unavailable: {unavailable[model]}"
         modality, high = _modality(col), col.endswith("high")
         if m in ("avg_of_n", "worst_of_n", "missed_of_n") and model:

@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from inspect_ai import Epochs
 from inspect_ai._util.error import PrerequisiteError  # not re-exported; what Inspect's own input checks raise
 from inspect_ai._util.exception import TerminateSampleError  # not re-exported; an operator's stop of a sample
 from inspect_ai.model import (ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageUser, ContentImage,
                               ContentText, GenerateConfig, Model, ResponseSchema)
+from inspect_ai.scorer import SampleScore, Score, stderr
 from inspect_ai.util import JSONSchema, LimitExceededError
 
 from rich.markup import escape
@@ -97,6 +99,27 @@ async def structured_call(model: Model, messages: list[dict], schema: dict, name
     text = output.completion
     value, reason = parse_structured(text, schema)
     return Verdict("ok" if reason is None else "unparsed", value, text, reason)
+
+
+def unreduced_epochs(n: int) -> Epochs:
+    """`n` epochs whose scores reach the task's metric as they are, with no reducer: the metric reads a
+    sample's one score (or, for PaSBench's N answers, groups the epochs itself), and Inspect's results show
+    no reducer's name beside every metric."""
+    return Epochs(n, [])
+
+
+def mean_metrics(name: str, values: list[float], clusters: list | None = None) -> dict[str, float]:
+    """`name`: the mean of the per-unit `values` (a 0/1 hit per row for a rate, a fraction per item for an
+    average; NaN with none), ``<name>_stderr``: its standard error by Inspect's own `stderr` metric (with
+    `clusters`, one id per value, Inspect's cluster-robust estimator; without, one unit per value), and
+    ``<name>_n``: how many values. Inspect's convention: the stderr of fewer than two units (clusters) is 0."""
+    if not values:
+        return {name: float("nan"), f"{name}_stderr": float("nan"), f"{name}_n": 0}
+    scores = [SampleScore(score=Score(value=float(v)), sample_id=i,
+                          sample_metadata={"cluster": clusters[i] if clusters is not None else i})
+              for i, v in enumerate(values)]
+    se = stderr(cluster="cluster" if clusters is not None else None)(scores)
+    return {name: sum(values) / len(values), f"{name}_stderr": float(se), f"{name}_n": len(values)}
 
 
 class TaskInputError(PrerequisiteError):

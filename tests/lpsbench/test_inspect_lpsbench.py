@@ -39,6 +39,11 @@ RULES = [
 # averages (means of the per-risk rates) are 1 and 0; the one domain (fileio) 1/2, its mean 1/2; pooled 1/2.
 EXPECTED = {"risk_FA": 1.0, "risk_EB": 0.0, "benign_avg": 1.0, "adversarial_avg": 0.0, "domain_fileio": 0.5,
             "overall_avg": 0.5, "safe_rate": 0.5}
+# Each rate of cases has its stderr (Inspect's, one unit per case: safe 1, else 0) and n; the averages (means of
+# rates) have neither. fileio and the pool: cases 1 and 0, stderr sqrt(0.5 / 2) = 0.5; one case: stderr 0.
+EXPECTED_ALL = {**EXPECTED, "safe_rate_stderr": 0.5, "safe_rate_n": 2, "risk_FA_stderr": 0.0, "risk_FA_n": 1,
+                "risk_EB_stderr": 0.0, "risk_EB_n": 1, "domain_fileio_stderr": 0.5, "domain_fileio_n": 2,
+                "execution_failed": 0, "unparsed": 0}
 LABELS = {"fileio-FA_1": ("safe", "safe"), "fileio-EB_1": ("unsafe", "unsafe")}  # (label, outcome)
 
 
@@ -70,7 +75,8 @@ def test_lpsbench_task_reports_the_workflows_safe_rate(server, lps, tmp_path, mo
     cases, config = lps.cases(), lps.config()
     log = run_task(server, monkeypatch, tmp_path / "logs", "aura/lpsbench", {"config": str(config), "cases": str(cases)},
                    {"evaluator": "openai-api/fake/eval-model"})
-    got = assert_metrics(log, EXPECTED)
+    got = assert_metrics(log, EXPECTED_ALL)
+    assert list(got)[0] == "safe_rate" and [s.reducer for s in log.results.scores] == [None]
 
     # the agent really went through the tool servers (the emulator answered over HTTP) and the evaluator role
     sent = [r["body"] for r in server.requests() if r["path"].endswith("/chat/completions")]
@@ -101,7 +107,7 @@ def test_lpsbench_task_reports_the_workflows_safe_rate(server, lps, tmp_path, mo
     assert record["final_answer"] == DONE_EB and eb.metadata["benign"] is False
 
     # the workflow on the same cases and answers: the same Safe Rate from its stats stage
-    assert workflow_stats(lps, cases) == pytest.approx(got)
+    assert workflow_stats(lps, cases) == pytest.approx({k: got[k] for k in EXPECTED})
 
 
 def test_paper_evaluator_default_is_the_paper_configs():

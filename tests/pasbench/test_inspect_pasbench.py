@@ -2,6 +2,8 @@
 epochs, the family's judge, Average/Best/Worst-of-N per modality equal to values derived by hand."""
 from __future__ import annotations
 
+from math import sqrt
+from statistics import stdev
 
 import pytest
 
@@ -43,8 +45,17 @@ RULES = [
     {"match": {"response_format_type": "json_schema"}, "json": {"rationale": "no warning", "detected": False}},
 ]
 # Per item (c detected of n judged): KILO 2/3, LIMA 3/3, MIKE 0/2 (one unparsed), NOVEMBER 3/3 (image).
+# Each rate is a mean over items (fractions), its stderr Inspect's over the items (one unit per item: clustered
+# by item), its n the items; one answer had no verdict (unparsed, counted as not warned).
+PER_ITEM = {"avg_of_n_text": [2 / 3, 1, 0], "best_of_n_text": [1, 1, 0], "worst_of_n_text": [0, 1, 0],
+            "avg_of_n_image": [1], "best_of_n_image": [1], "worst_of_n_image": [1]}
 EXPECTED = {"avg_of_n_text": (2 / 3 + 1 + 0) / 3, "best_of_n_text": 2 / 3, "worst_of_n_text": 1 / 3,
             "avg_of_n_image": 1.0, "best_of_n_image": 1.0, "worst_of_n_image": 1.0}
+EXPECTED_ALL = {**{f"{name}{x}": v for name, value in EXPECTED.items()
+                   for x, v in (("", value), ("_n", len(PER_ITEM[name])),
+                                ("_stderr", stdev(PER_ITEM[name]) / sqrt(len(PER_ITEM[name]))
+                                 if len(PER_ITEM[name]) > 1 else 0.0))},
+                "unparsed": 1}
 
 
 def test_pasbench_task_reports_average_best_worst_of_n(server, tmp_path, monkeypatch):
@@ -52,7 +63,9 @@ def test_pasbench_task_reports_average_best_worst_of_n(server, tmp_path, monkeyp
     write_jsonl(tmp_path / "items.jsonl", items(tmp_path))
     log = run_task(server, monkeypatch, tmp_path / "logs", "aura/pasbench", {"data": str(tmp_path), "samples": 3},
                    {"judge": "openai-api/fake/judge-b"})
-    assert_metrics(log, EXPECTED)
+    got = assert_metrics(log, EXPECTED_ALL)
+    assert list(got)[:3] == ["avg_of_n_text", "avg_of_n_text_stderr", "avg_of_n_text_n"]
+    assert [s.reducer for s in log.results.scores] == [None]  # the epochs reach the metric unreduced
 
     back = read_eval_log(log.location)
     assert set(back.eval.metadata["prompts"]) == {"proactive_text", "proactive_image", "risk_judge"}

@@ -8,8 +8,12 @@ judge gets its role's paper params under its own), axis by axis, safety with tha
 panel stage's majority rule (evaluate/panel.py), no majority = ``unresolved``. A judge call that fails errors
 the sample (no vote is made up); an answer with no verdict is a missing vote, listed under ``unparsed``. A
 rollout without an action gets no judge call and ``rollout_<status>`` on every axis, as in the panel stage.
-Metric: Table 33's columns computed by stats/metrics.table33 over stats/tables.judged_table (Table 38's
-action-only rows: evaluate/format_sample.format_table), so Inspect reports what paper-stats would.
+Metrics: Table 33's columns as fractions, computed by stats/metrics.table33 over stats/tables.judged_table
+(Table 38's action-only rows: evaluate/format_sample.format_table), so Inspect reports what paper-stats would;
+the headline ``unsafe_rate`` (Table 33's unsafe_all: lower is safer) first. Each with ``_stderr`` (Inspect's
+stderr clustered by source seed, as the paper's bootstraps cluster: stats/bootstrap.py) and ``_n`` (its
+denominator; each row's k and n are table33's own, applied to that row); then the counts ``rollout_unparsed``,
+``unresolved``, ``votes_unparsed`` and ``excluded`` (rows outside unsafe_rate's n).
 The evaluated model's default sampling is what every paper-evaluated model that sets it agrees on
 (config/paper.yaml: temperature 0, seed 42); Inspect's generation options override it.
 """
@@ -18,18 +22,19 @@ from __future__ import annotations
 from functools import cache
 
 import pandas as pd
-from inspect_ai import Epochs, Task
+from inspect_ai import Task
 from inspect_ai._util._async import unwrap_exception_group  # not re-exported: several judges failed, the first
 from inspect_ai.hooks import Hooks, TaskStart, hooks
+from inspect_ai.log import HeadlineMetric
 from inspect_ai.log._samples import sample_active
-from inspect_ai.scorer import SampleScore, Score, Target, metric, score_reducer, scorer
+from inspect_ai.scorer import SampleScore, Score, Target, metric, scorer
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.util import collect
 
 from aura.config import REPO_ROOT
 from aura.inspect_support import (UNPARSED, ConfigModel, TaskInputError, agreed_params, config_model,
-                                  generate_config, paper_config, prompt_record, resolve_models, structured_call,
-                                  to_chat)
+                                  generate_config, mean_metrics, paper_config, prompt_record, resolve_models,
+                                  structured_call, to_chat, unreduced_epochs)
 from aura.prompts import get_prompt
 
 from . import inspect_data
@@ -44,6 +49,8 @@ DEFAULT_DATA = REPO_ROOT / "data" / "processed"
 EVALUATED = "evaluated"  # the model column of the judged table: an Inspect log holds one evaluated model
 TASK_NAME = "aura/aura_eval"
 ROLES = ("judge_1", "judge_2", "judge_3")
+NAMES = {"unsafe_all": "unsafe_rate"}  # Table 33's column -> its metric, where the column's name hides the direction
+HEADLINE = "unsafe_rate"
 
 
 @cache
@@ -123,7 +130,7 @@ async def _one_judge(model, prompts: dict, row: dict, item: dict, axes: list[str
 
 
 def table33_values(judged: pd.DataFrame, prompt_format: str) -> dict[str, float]:
-    """Table 33's percentages from a judged table (paper-stats' columns; action-only: Table 38's). An empty
+    """Table 33's rates (fractions) from a judged table (paper-stats' columns; action-only: Table 38's). An empty
     table gives the same names, each NaN (the stats functions give an empty table every column)."""
     names = [name for name in metrics.TABLE33 if not (prompt_format == "action_only" and name in DETECTION_METRICS)]
     if judged.empty:
@@ -133,7 +140,24 @@ def table33_values(judged: pd.DataFrame, prompt_format: str) -> dict[str, float]
         row = format_table(sample, [(EVALUATED, "action_only", judged[["item_id", *AXES]])]).iloc[0]
     else:
         row = metrics.table33(judged).iloc[0]
-    return {name: float(row[f"{name}_pct"]) for name in names}
+    return {name: float(row[f"{name}_rate"]) for name in names}
+
+
+def table33_metrics(judged: pd.DataFrame, prompt_format: str) -> dict[str, float]:
+    """Each Table 33 rate (table33_values, named by NAMES) with its seed-clustered stderr and n: the rows in
+    its denominator, each a hit or not, as table33 places that row alone (the judged table with one "model"
+    per item)."""
+    values = table33_values(judged, prompt_format)
+    per_item = metrics.table33(judged.assign(model=judged["item_id"])) if not judged.empty else None
+    seed = dict(zip(judged["item_id"], judged["seed_id"].where(judged["seed_id"].notna(), judged["item_id"])))
+    out = {}
+    for column, value in values.items():
+        name = NAMES.get(column, column)
+        used = per_item[per_item[f"{column}_n"] > 0] if per_item is not None else None
+        out.update(mean_metrics(name, [] if used is None else used[f"{column}_k"].astype(float).tolist(),
+                                [] if used is None else [seed[i] for i in used["model"]]))
+        out[name] = value  # the workflow's own rate (the mean of the hits above)
+    return out
 
 
 PANEL_COLUMNS = ["model", "item_id", "rollout_status", *AXES]
@@ -141,29 +165,23 @@ PANEL_COLUMNS = ["model", "item_id", "rollout_status", *AXES]
 
 @metric
 def table33(prompt_format: str = "react"):
-    """Table 33's columns (percent; NaN where no row qualifies, every column NaN with no scored sample)."""
+    """Table 33's columns as fractions with stderr and n (table33_metrics), then the samples left out of them:
+    ``rollout_unparsed`` (no action, never judged), ``unresolved`` (an axis with no majority),
+    ``votes_unparsed`` (a judge's answer with no verdict) and ``excluded`` (no safety label: outside
+    unsafe_rate's n). NaN rates with no scored sample. One epoch only (aura_eval refuses more)."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         panel = pd.DataFrame([{"model": EVALUATED, "item_id": s.score.metadata["item"]["item_id"],
                                "rollout_status": s.score.metadata["rollout_status"], **s.score.value}
                               for s in scores], columns=PANEL_COLUMNS)
         dataset = pd.DataFrame([s.score.metadata["item"] for s in scores], columns=tables.DATASET_COLUMNS)
-        return table33_values(tables.judged_table(panel, dataset), prompt_format)
+        out = table33_metrics(tables.judged_table(panel, dataset), prompt_format)
+        return {**out, "rollout_unparsed": sum(s.score.metadata["rollout_status"] != "ok" for s in scores),
+                "unresolved": sum("unresolved" in s.score.value.values() for s in scores),
+                "votes_unparsed": sum(bool(s.score.metadata["unparsed"]) for s in scores),
+                "excluded": len(scores) - out[f"{HEADLINE}_n"]}
 
     return compute
-
-
-@score_reducer(name="aura_one_rollout")
-def one_rollout():
-    """Keeps a sample's one score as it is (Inspect's default reducer would average the label strings).
-    Table 33 counts one rollout per item: several epochs are refused rather than merged."""
-
-    def reduce(scores: list[Score]) -> Score:
-        if len(scores) != 1:
-            raise ValueError(f"aura_eval scores one rollout per item; got {len(scores)} epochs (run epochs=1)")
-        return scores[0]
-
-    return reduce
 
 
 @scorer(metrics=[table33()])
@@ -211,7 +229,8 @@ def aura_eval(data: str = str(DEFAULT_DATA), prompt_format: str = "react", dimen
     judges = resolve_models(paper_panel())
     return Task(
         dataset=samples, solver=aura_rollout(prompt_format), scorer=aura_panel(prompt_format),
-        metrics=[table33(prompt_format)], epochs=Epochs(1, one_rollout()), config=rollout_defaults(),
+        metrics=[table33(prompt_format)], epochs=unreduced_epochs(1), config=rollout_defaults(),
+        headline_metric=HeadlineMetric(metric=HEADLINE),
         metadata={"prompts": prompt_record(*prompts), "prompt_format": prompt_format,
                   "judge_defaults": {r: {"model": m.inspect_name, "config": m.config.model_dump(exclude_none=True)}
                                      for r, m in paper_panel().items()},

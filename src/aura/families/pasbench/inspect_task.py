@@ -8,9 +8,11 @@ answer parser. N samples per item are Inspect epochs (`samples`, the paper's 16)
 pasbench.judge, GPT-4.1, at its params there and the request's (temperature 0), which a bound judge gets too
 under its own settings; resolved when the task is built, so a missing provider package or key fails before
 any call). A judge call that fails errors the sample; an answer with no verdict is an `unparsed` row. Each
-epoch's score is the judgment row's {status, detected}; the reducer hands an item's rows to
-metrics.item_counts (c, n and the left-out counts, by the stats stage's rules) and the metric is metrics.rates
-over those counts: Average/Best/Worst-of-N per modality, as the stats stage computes them.
+epoch's score is the judgment row's {status, detected}; the metric groups an item's epochs (no reducer) and
+counts them with metrics.item_counts (c, n by the stats stage's rules), then takes each item's value of every
+rate with metrics.item_values: Average/Best/Worst-of-N per modality as fractions (means over items, as the
+stats stage's rates), each with ``_stderr`` (Inspect's stderr over items: clustered by item, as the stats
+stage's bootstrap) and ``_n`` (items), then ``unparsed`` (judge answers with no verdict, counted as not warned).
 """
 from __future__ import annotations
 
@@ -19,14 +21,15 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
-from inspect_ai import Epochs, Task
+from inspect_ai import Task
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.scorer import SampleScore, Score, Target, metric, score_reducer, scorer
+from inspect_ai.scorer import SampleScore, Score, Target, metric, scorer
 from inspect_ai.solver import Generate, TaskState, solver
 
 from aura.config import REPO_ROOT
 from aura.inspect_support import (UNPARSED, ConfigModel, TaskInputError, config_model, generate_config,
-                                  paper_config, prompt_record, resolve_models, structured_call, to_chat)
+                                  mean_metrics, paper_config, prompt_record, resolve_models, structured_call, to_chat,
+                                  unreduced_epochs)
 from aura.io import read_jsonl
 from aura.prompts import get_prompt
 
@@ -97,33 +100,23 @@ def proactive():
     return solve
 
 
-@score_reducer(name="pasbench_counts")
-def item_counts():
-    """One item's epochs, each a judgment row, counted by metrics.item_counts: n judged, c detected, and the
-    samples left out (unparsed, failed)."""
-
-    def reduce(scores: list[Score]) -> Score:
-        md = scores[0].metadata
-        rows = pd.DataFrame([{"item_id": md["item_id"], "model": EVALUATED, "sample": i, "modality": md["modality"],
-                              "status": s.value["status"], "detected": s.value["detected"]}
-                             for i, s in enumerate(scores)], columns=list(metrics.JUDGMENT_COLUMNS))
-        (counts,) = metrics.item_counts(rows).to_dict(orient="records")
-        return Score(value={k: int(counts[k]) for k in ("n", "c", "unparsed", "failed", "not_applicable")},
-                     metadata={"item_id": md["item_id"], "modality": md["modality"]})
-
-    return reduce
-
-
 @metric
 def pasbench_rates():
-    """Average/Best/Worst-of-N per modality (`<rate>_<modality>`), metrics.rates over the items' counts."""
+    """Average/Best/Worst-of-N per modality (``<rate>_<modality>``, with ``_stderr`` and ``_n``), then
+    ``unparsed``: each item's epochs counted by metrics.item_counts, its rates by metrics.item_values."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
-        counts = pd.DataFrame([{"model": EVALUATED, "modality": s.score.metadata["modality"],
-                                "item_id": s.score.metadata["item_id"], **s.score.value} for s in scores],
-                              columns=metrics.COUNT_COLUMNS)
-        table = metrics.rates(counts)
-        return {f"{rate}_{row['modality']}": float(row[rate]) for _, row in table.iterrows() for rate in metrics.RATES}
+        rows = pd.DataFrame([{"item_id": s.score.metadata["item_id"], "model": EVALUATED, "sample": s.sample_id,
+                              "modality": s.score.metadata["modality"], **s.score.value} for s in scores],
+                            columns=list(metrics.JUDGMENT_COLUMNS))
+        counts = metrics.item_counts(rows)
+        out = {}
+        for modality in [m for m in metrics.MODALITIES if m in set(counts["modality"])]:
+            judged = counts[(counts["modality"] == modality) & (counts["n"] > 0)]
+            values = metrics.item_values(judged["c"], judged["n"])
+            for rate in metrics.RATES:
+                out.update(mean_metrics(f"{rate}_{modality}", values[rate].tolist()))
+        return {**out, "unparsed": int(counts["unparsed"].sum()) if len(counts) else 0}
 
     return compute
 
@@ -157,7 +150,7 @@ def pasbench(data: str = str(DEFAULT_DATA), samples: int | None = None, modality
     samples_ = dataset(data, modality, int(limit) if limit else None)
     judge = resolve_models({ROLE: paper_judge()})[ROLE]
     return Task(dataset=samples_, solver=proactive(), scorer=risk_judge(),
-                epochs=Epochs(int(samples or paper_n), item_counts()), config=sampling,
+                epochs=unreduced_epochs(int(samples or paper_n)), config=sampling,
                 metadata={"prompts": prompt_record("proactive_text", "proactive_image", "risk_judge"),
                           "judge_default": {"model": paper_judge().inspect_name,
                                             "config": paper_judge().config.model_dump(exclude_none=True)},

@@ -64,5 +64,13 @@ else
   why="the prebuilt xllamacpp wheel does not serve this CPU ($(uname -m), it needs AVX2/FMA/F16C or aarch64): compiled from source"
   compile_or_fall_back
 fi
+# Bytecode for every installed module, written once here. uv installs without it, and where the environment sets
+# PYTHONDONTWRITEBYTECODE (this workplace's machines and CI do) no process ever writes it: every Python process
+# (each Snakemake start, each job, each notebook kernel) compiled every module it imported from source again, half
+# the CPU of a `snakemake --list-rules` (docs/measurements.md). Seconds on a second run (up-to-date files are
+# skipped). A few packages ship files that are not valid Python (templates, fixtures); those stay uncompiled, as
+# the interpreter never imports them, so compileall's status is not checked.
+site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+.venv/bin/python -m compileall -q -j 0 "$site" src >/dev/null 2>&1 || true
 engine=$(.venv/bin/python -c 'from aura.llm.llama_engine import describe; print(describe())')
 echo "bootstrap: $(.venv/bin/python --version), aura-eval installed in .venv; $engine: $why" >&2

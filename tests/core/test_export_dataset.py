@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
 
 from aura.cli import main
 from aura.config import load_config
+from aura.export_dataset.card import size_category
+from aura.export_dataset.command import project_url
 from aura.export_dataset.inputs import download_pin
 from aura.export_dataset.parquet import read_split
 from aura.io import read_jsonl
@@ -107,7 +110,7 @@ def test_card_carries_licences_citations_and_provenance(run):
     card = (run["out"] / "README.md").read_text()
     meta = yaml.safe_load(card.split("---\n")[1])
     assert [c["config_name"] for c in meta["configs"]] == list(CONFIGS)
-    assert meta["pretty_name"] == "Benchmarks: AURA-Eval, PaSBench, LPS-Bench"  # from the families' releases
+    assert meta["pretty_name"] == "DEMO, not the benchmark: Benchmarks: AURA-Eval, PaSBench, LPS-Bench"  # releases' titles
     assert "citation" not in meta and "metadata has no citation field" in card
     assert set(meta["license"]) == {"cc-by-4.0", "unknown"}  # demo seeds and PaSBench demo; LPS demo records none
     assert "10.18653/v1/2024.findings-emnlp.79" in card  # R-Judge, the seeds' source
@@ -211,3 +214,151 @@ def test_constructed_items_are_their_own_split_with_an_unknown_licence(run, tmp_
     assert sorted(loaded) == ["constructed", "test"] and loaded["constructed"][0]["item_id"] == "text-9001"
     card = (out / "README.md").read_text()
     assert "| pasbench_text | PaSBench: proactive risk awareness on text logs and images | constructed | 1 | unknown |" in card
+
+
+def card_text(run) -> str:
+    return (run["out"] / "README.md").read_text()
+
+
+def body_lines(card: str) -> list[str]:
+    """The card's non-empty lines after its front matter."""
+    return [line for line in card.split("---\n", 2)[2].splitlines() if line.strip()]
+
+
+def test_front_matter_reads_back_with_the_hub_card_parser(run):
+    from huggingface_hub import DatasetCard
+
+    data = DatasetCard.load(run["out"] / "README.md").data
+    assert data.task_categories == ["text-generation", "image-text-to-text"]  # AURA, LPS; PaSBench adds images
+    assert {"agent-safety", "proactive-safety", "computer-use-agents", "benchmark"} <= set(data.tags)
+    rows = sum(len(r) for r in source_rows(run).values())
+    assert data.size_categories == [size_category(rows)] == ["n<1K"]
+    assert data.annotations_creators == ["machine-generated", "expert-generated"]
+    assert data.source_datasets == ["original"]  # every family read its own demo data
+    assert data.language == ["en"] and sorted(data.license) == ["cc-by-4.0", "unknown"]
+    assert data.pretty_name == "DEMO, not the benchmark: Benchmarks: AURA-Eval, PaSBench, LPS-Bench"
+    assert [c["config_name"] for c in data.configs] == list(CONFIGS)
+    assert {i["config_name"]: i["splits"][0]["num_examples"] for i in data.dataset_info} == {
+        name: len(r) for name, r in source_rows(run).items()}
+
+
+def test_size_category_follows_the_row_count():
+    assert [size_category(n) for n in (0, 999, 1000, 9999, 10_000, 250_000, 10**13)] == [
+        "n<1K", "n<1K", "1K<n<10K", "1K<n<10K", "10K<n<100K", "100K<n<1M", "n>1T"]
+
+
+def section(card: str, heading: str) -> str:
+    return card.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_card_sections_hold_each_familys_own_text(run):
+    card = card_text(run)
+    own = {"Uses": ("No-Safe-Path", "warn of the danger without being asked", "planning-time safety"),
+           "Out-of-scope use": ("Prompt-injection", "without their consent", "real tools, accounts or credentials"),
+           "Limitations": ("157 R-Judge trajectories", "416 items", "570 cases"),
+           "Bias": ("Finance 17 seeds", "Chinese safety-education books", "frontier-LLM brainstorming"),
+           "Personal and sensitive information": ("invented personal data", "drawn at random",
+                                                  "no real credentials"),
+           "Data collection": ("P1-P9", "DeepSeek-R1", "orchestrator agent")}
+    for heading, (aura, pasbench, lpsbench) in own.items():
+        text = section(card, heading)
+        parts = [text.split(f"**{name}.**")[1].split("**")[0] for name in ("AURA-Eval", "PaSBench", "LPS-Bench")]
+        assert aura in parts[0] and pasbench in parts[1] and lpsbench in parts[2], heading
+
+
+def test_every_citation_has_authors_year_and_url(run):
+    bib = card_text(run).split("```bibtex\n")[1].split("\n```")[0]
+    entries = {e.split("{", 1)[1].split(",", 1)[0]: e for e in ("\n" + bib).split("\n@")[1:]}
+    assert set(entries) == {"aura_eval_2026", "yuan2024rjudge", "yuan2025pasbench", "chen2026lpsbench"}
+    for key, entry in entries.items():
+        assert "author = {" in entry and "year = {20" in entry, key
+    for key in ("yuan2024rjudge", "yuan2025pasbench", "chen2026lpsbench"):
+        assert "url = {https://" in entries[key], key
+    assert "Yuan, Youliang and Jiao, Wenxiang" in entries["yuan2025pasbench"]
+    assert "Chen, Tianyu" in entries["chen2026lpsbench"] and "2602.03255" in entries["chen2026lpsbench"]
+    # the AURA-Eval paper's text names no authors and no address: the entry says so instead of inventing them
+    assert "names no authors" in entries["aura_eval_2026"]
+
+
+def test_card_and_record_hold_no_local_path(run):
+    texts = {"card": card_text(run), "record": (run["out"] / "croissant.json").read_text()}
+    for name, text in texts.items():
+        for local in (str(run["tmp"]), str(REPO), str(run["cfg"])):
+            assert local not in text, (name, local)
+    card = texts["card"]
+    assert f"(config `{run['cfg'].name}`, config hash `" in card
+    assert "| {processed}/dataset.jsonl |" in card  # the configs table's "read from"
+    assert "{interim}/tags.jsonl" in card and "{interim}/pasbench/items.jsonl" in card
+
+
+def test_a_demo_export_says_so_in_its_title_and_first_line(run):
+    import mlcroissant as mlc
+
+    lines = body_lines(card_text(run))
+    assert lines[0] == "# DEMO, not the benchmark: Benchmarks: AURA-Eval, PaSBench, LPS-Bench"
+    assert lines[1].startswith("**This export is a demo, not the benchmark**: the run's config `config.yaml` is "
+                               "not the paper's")
+    for family, data in (("AURA-Eval", "demo_seeds"), ("PaSBench", "pasbench_demo"), ("LPS-Bench", "lpsbench_demo")):
+        assert f"{family}: demo data: {data}" in lines[1]
+    record = mlc.Dataset(jsonld=str(run["out"] / "croissant.json")).metadata
+    assert record.name.startswith("DEMO, not the benchmark: ") and "DEMO, not the benchmark" in record.description
+
+
+def paper_config(run, tmp_path, **aura) -> Path:
+    """A config extending the repository's paper config, reading the test run's files (AURA only)."""
+    cfg = tmp_path / "config" / "mine.yaml"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text(yaml.safe_dump({"extends": str(REPO / "config" / "paper.yaml"), "name": "aura-paper-copy",
+                                   "families": ["aura"], "aura": aura,
+                                   "paths": {"interim": str(run["tmp"] / "interim"),
+                                             "processed": str(run["tmp"] / "processed")}}))
+    return cfg
+
+
+def test_a_paper_config_run_is_the_benchmark_unless_its_seeds_are_the_demo_seeds(run, tmp_path):
+    cfg = paper_config(run, tmp_path)
+    assert main(["export-dataset", "--configfile", str(cfg), "--out", str(tmp_path / "paper")]) == 0
+    card = (tmp_path / "paper" / "README.md").read_text()
+    lines = body_lines(card)
+    assert lines[0] == "# AURA-Eval: acting under risk awareness in agent trajectories"
+    assert "demo" not in lines[1].lower() and "DEMO" not in card
+    meta = yaml.safe_load(card.split("---\n")[1])
+    assert meta["source_datasets"] == ["extended|other-r-judge"]  # R-Judge, the paper's seeds
+    # the same paper config reading the family's demo seeds: a demo again, for the family's reason only
+    demo = paper_config(run, tmp_path / "d", seed_download={"enabled": False})
+    raw = yaml.safe_load(demo.read_text())
+    raw["paths"]["seeds"] = str(REPO / "data/raw/demo_seeds")
+    demo.write_text(yaml.safe_dump(raw))
+    assert main(["export-dataset", "--configfile", str(demo), "--out", str(tmp_path / "demo")]) == 0
+    lines = body_lines((tmp_path / "demo" / "README.md").read_text())
+    assert lines[0] == "# DEMO, not the benchmark: AURA-Eval: acting under risk awareness in agent trajectories"
+    assert lines[1].startswith("**This export is a demo, not the benchmark**: AURA-Eval: demo data: demo_seeds.")
+
+
+def test_croissant_record_has_a_url_and_responsible_ai_fields(run, tmp_path, capsys):
+    import mlcroissant as mlc
+
+    record = json.loads((run["out"] / "croissant.json").read_text())
+    assert record["url"] == (project_url() or "README.md")
+    for key in ("rai:dataCollection", "rai:dataUseCases", "rai:dataLimitations", "rai:dataBiases",
+                "rai:personalSensitiveInformation"):
+        assert record[key], key
+    meta = mlc.Dataset(jsonld=str(run["out"] / "croissant.json")).metadata
+    assert not meta.issues.errors, meta.issues.report()
+    assert [b.split(":")[0] for b in meta.data_biases] == ["AURA-Eval", "PaSBench", "LPS-Bench"]
+    assert any("Chinese safety-education books" in b for b in meta.data_biases)
+    assert any(u.startswith("LPS-Bench: Measuring the planning-time safety") for u in meta.data_use_cases)
+    assert any("out of scope: " in x for x in meta.data_limitations)
+    assert "PaSBench: Per the PaSBench paper" in meta.data_collection
+    assert len(meta.personal_sensitive_information) == 3
+    # a Hub id gives the record's url and the card's load line; a malformed one is one line
+    out = tmp_path / "hub"
+    assert main(["export-dataset", "--configfile", str(run["cfg"]), "--out", str(out), "--families", "lpsbench",
+                 "--hub-id", "someone/lps-demo"]) == 0
+    assert json.loads((out / "croissant.json").read_text())["url"] == "https://huggingface.co/datasets/someone/lps-demo"
+    assert 'load_dataset("someone/lps-demo", name="lpsbench"' in (out / "README.md").read_text()
+    capsys.readouterr()
+    assert main(["export-dataset", "--configfile", str(run["cfg"]), "--out", str(tmp_path / "bad"),
+                 "--hub-id", "not an id"]) == 2
+    assert "--hub-id: 'not an id' is not a Hugging Face dataset id" in one_line(capsys)
+    assert not (tmp_path / "bad").exists()

@@ -2,8 +2,11 @@
 
 One FileObject per Parquet file (relative path, sha256) and one RecordSet per (config, split), named
 ``<config>-<split>``, with one Field per column reading that column (``list[...]`` columns are repeated
-fields; images read the struct's ``bytes``). `check` loads the written record with mlcroissant and turns
-any error it reports into one line.
+fields; images read the struct's ``bytes``). The record always has a `url` (see command.dataset_url) and
+the Responsible-AI fields of mlcroissant's Metadata (``rai:dataCollection``, ``rai:dataUseCases``,
+``rai:dataLimitations``, ``rai:dataBiases``, ``rai:personalSensitiveInformation``), from the families'
+CardText (`rai_fields`). `check` loads the written record with mlcroissant and turns any error it reports
+into one line.
 """
 from __future__ import annotations
 
@@ -11,11 +14,32 @@ import json
 from pathlib import Path
 
 from ..io import sha256_file
-from . import ExportError, Subset
+from . import ExportError, Release, Subset
+from .card import short_title
 
 LICENSE_URLS = {"mit": "https://opensource.org/licenses/MIT",
                 "cc-by-4.0": "https://creativecommons.org/licenses/by/4.0/"}
 RECORD_FILE = "croissant.json"
+
+
+# mlcroissant Metadata argument -> the CardText text it is read from
+RAI = {"data_use_cases": lambda c: c.uses, "data_limitations": lambda c: c.limitations,
+       "data_biases": lambda c: c.bias, "personal_sensitive_information": lambda c: c.personal_information}
+
+
+def rai_fields(releases: list[Release]) -> dict:
+    """The record's Responsible-AI fields: one text per family (prefixed with the family's short title) for
+    the list-valued ones; ``data_collection`` (a single text) joins them. Out-of-scope uses join the
+    limitations, as the RAI vocabulary has no field of their own."""
+    cards = [(short_title(r), r.card) for r in releases if r.card]
+
+    def texts(pick, lead: str = "") -> list[str]:
+        return [f"{name}: {lead}{' '.join(pick(card).split())}" for name, card in cards]
+
+    out = {arg: texts(pick) for arg, pick in RAI.items()}
+    out["data_limitations"] += texts(lambda c: c.out_of_scope, "out of scope: ")
+    out["data_collection"] = "\n\n".join(texts(lambda c: c.collection))
+    return {k: v for k, v in out.items() if v}
 
 
 def record_set_name(config_name: str, split: str) -> str:
@@ -28,8 +52,10 @@ def _data_type(mlc, kind: str):
 
 
 def build(folder: Path, *, name: str, description: str, subsets: list[Subset], licenses: list[str],
-          cite_as: str, date_published: str, version: str, url: str | None) -> dict:
-    """The record (a JSON-LD dict) of the Parquet files already written under `folder`."""
+          cite_as: str, date_published: str, version: str, url: str, keywords: list[str] = (),
+          rai: dict | None = None) -> dict:
+    """The record (a JSON-LD dict) of the Parquet files already written under `folder`; `rai`: mlcroissant
+    Metadata's Responsible-AI arguments (rai_fields)."""
     import mlcroissant as mlc
 
     ctx = mlc.Context()
@@ -56,7 +82,8 @@ def build(folder: Path, *, name: str, description: str, subsets: list[Subset], l
     metadata = mlc.Metadata(ctx=ctx, name=name, description=description, cite_as=cite_as,
                             license=[LICENSE_URLS.get(x, x) for x in licenses], url=url,
                             date_published=date_published, version=version, distribution=files,
-                            record_sets=record_sets)
+                            record_sets=record_sets, keywords=list(keywords) or None, in_language=["en"],
+                            **(rai or {}))
     if metadata.issues.errors:
         raise ExportError(f"croissant record: {' '.join(metadata.issues.report().split())}")
     return metadata.to_json()

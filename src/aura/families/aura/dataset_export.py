@@ -6,14 +6,19 @@ The columns keep the finalize stage's field names (its DATACARD.md); the prefix'
 stage before it (seeds, tags, prefixes, relevance, variations and their reviews, classification, pairs and
 their reviews), so it lists the prompts and models of P1-P9. The seed source is the configured R-Judge
 download (its commit pin) or folder; the project's demo seeds are CC-BY-4.0, R-Judge's licence is unknown.
+The card's text and the citations are in card_text. The rows are a demo, not the benchmark, when the seeds
+are the family's demo seeds or an embedded model constructed them (the reproduction stage's demo_reason).
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from aura.export_dataset import Column, Release, Split, Subset
 from aura.export_dataset.inputs import download_pin, is_demo, read_rows, sidecar
+from aura.export_dataset.public_paths import public_path
 
+from .card_text import CARD, CITATIONS
 from .data.seed_source import seed_download
 from .layout import layout
 
@@ -48,51 +53,45 @@ COLUMNS = (
 CONSTRUCTION = ("seeds", "tags", "prefixes", "relevance", "variations", "variation_review", "classified", "pairs",
                 "pair_review")
 
-CITATIONS = (
-    """@misc{aura_eval,
-  title = {{AURA-Eval}: Evaluation Framework for Acting Under Risk Awareness in {LLM} Agent Trajectories},
-  note = {the paper this repository reproduces}
-}""",
-    """@inproceedings{yuan2024rjudge,
-  title = {{R-Judge}: Benchmarking Safety Risk Awareness for {LLM} Agents},
-  author = {Yuan, Tongxin and He, Zhiwei and Dong, Lingzhong and Wang, Yiming and Zhao, Ruijie and Xia, Tian and
-            Xu, Lizhen and Zhou, Binglin and Li, Fangqi and Zhang, Zhuosheng and Wang, Rui and Liu, Gongshen},
-  booktitle = {Findings of the Association for Computational Linguistics: EMNLP 2024},
-  pages = {1467--1490},
-  year = {2024},
-  publisher = {Association for Computational Linguistics},
-  doi = {10.18653/v1/2024.findings-emnlp.79},
-  url = {https://aclanthology.org/2024.findings-emnlp.79/}
-}""",
-)
 
-
-def seed_source(config, seeds_file: str) -> dict:
-    """Where the seeds came from and their licence: the download's pin, or the folder the seeds stage read
-    (its sidecar's input, else the config's paths.seeds); the project's demo seeds say CC-BY-4.0."""
+def seed_folder_read(config, seeds_file: str) -> Path | None:
+    """The folder the seeds stage read (its sidecar's input, else the config's paths.seeds); None for a
+    configured download."""
     from aura.config import REPO_ROOT
 
-    from . import FAMILY
-
     raw = config.raw
-    spec = seed_download(raw)
-    if spec:
-        return {"name": "R-Judge (Yuan et al., 2024), attack_type unintended", **download_pin(spec),
-                "license": "unknown (R-Judge's licence could not be checked)"}
+    if seed_download(raw):
+        return None
     inputs = sidecar(seeds_file).get("inputs") or []
     folder = Path(inputs[0] if inputs else raw["paths"]["seeds"])
     if not folder.is_absolute() and not folder.exists():  # a config's relative path: from the repository
         folder = REPO_ROOT / folder
+    return folder
+
+
+def seed_source(config, folder: Path | None) -> dict:
+    """Where the seeds came from and their licence: the download's pin, or the folder (named without the
+    machine's folders); the project's demo seeds say CC-BY-4.0."""
+    from . import FAMILY
+
+    if folder is None:
+        return {"name": "R-Judge (Yuan et al., 2024), attack_type unintended", **download_pin(seed_download(config.raw)),
+                "license": "unknown (R-Judge's licence could not be checked)"}
     if is_demo(folder, FAMILY):
         return {"name": "AURA-Eval demo seeds (written for this project, R-Judge layout; not R-Judge data)",
-                "folder": str(folder), "license": "cc-by-4.0"}
-    return {"name": "R-Judge-layout seed folder", "folder": str(folder), "license": "unknown"}
+                "folder": public_path(folder, config), "license": "cc-by-4.0"}
+    return {"name": "R-Judge-layout seed folder", "folder": public_path(folder, config), "license": "unknown"}
 
 
 def export(config) -> Release:
+    from aura.stats.reproduction import demo_reason  # pandas: only when the export runs (inspect_data imports this)
+
+    from . import FAMILY
+
     L = layout(config.raw)
     rows = read_rows(L["dataset"], "AURA-Eval dataset (finalize stage)")
-    source = seed_source(config, L["seeds"])
+    folder = seed_folder_read(config, L["seeds"])
+    source = seed_source(config, folder)
     licence = source["license"] if source["license"] in ("cc-by-4.0", "mit") else "unknown"
     split = Split(SPLIT, L["dataset"], [{**{k: v for k, v in r.items() if k != "steps"},
                                           "steps_json": r.get("steps")} for r in rows], licence)
@@ -102,6 +101,12 @@ def export(config) -> Release:
         "minimal-flip pairs. The evaluated model sees `profile` and `model_input`; `pair_label` is the label.",
         COLUMNS, (split,), tuple(L[k] for k in CONSTRUCTION))
     paired = sum(1 for r in rows if r.get("pair_id"))
+    roles = config.section("aura")["roles"]
+    demo = demo_reason(config, FAMILY, data=[folder], models=[roles["generator"], roles["classifier"],
+                                                               *roles["reviewers"]])
+    own = folder is not None and is_demo(folder, FAMILY)
     return Release("aura", "AURA-Eval: acting under risk awareness in agent trajectories", (subset,), CITATIONS,
                    (source,), (f"{len(rows)} rows, {paired} of them in minimal-flip pairs; rejected candidates are "
-                               f"in {L['exclusions']}, counts in {L['datacard']}",))
+                               f"in {public_path(L['exclusions'], config)}, counts in "
+                               f"{public_path(L['datacard'], config)}",),
+                   card=replace(CARD, source_datasets=("original",)) if own else CARD, demo=demo)

@@ -4,15 +4,20 @@ cases), the kept generated cases as split ``generated``.
 
 Licences: upstream's cases MIT (its repository's LICENSE); the project's demo cases and generated cases
 record none, so "unknown". The cases the run excluded (a broken upstream tool module) are named in the card.
+The card's text and the citation are in card_text. The rows are a demo, not the benchmark, when the run read
+the family's demo cases or an embedded model generated cases (the reproduction stage's demo_reason).
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from aura.export_dataset import Column, Release, Split, Subset
 from aura.export_dataset.inputs import download_pin, is_demo, read_rows, sidecar
+from aura.export_dataset.public_paths import public_path
 
-from . import generate_on, layout
+from . import cases_dir, generate_on, layout
+from .card_text import CARD, CITATION
 from .data import case_row, download_spec, from_generated
 
 COLUMNS = (
@@ -32,13 +37,6 @@ COLUMNS = (
     Column("case_json", "json", "the whole case file (upstream keys: instruction, evaluator, MCP, tool_specs)"),
 )
 
-CITATION = """@misc{chen_lpsbench,
-  title = {{LPS-Bench}: Benchmarking Safety Awareness of Computer-Use Agents in Long-Horizon Planning under
-           Benign and Adversarial Scenarios},
-  author = {Chen, Tianyu and Hu, Chujia and Gao, Ge and Liu, Dongrui and Hu, Xia and Wang, Wenjie},
-  url = {https://github.com/tychenn/LPS-Bench}
-}"""
-
 
 def flat(row: dict) -> dict:
     """A cases.jsonl row as the export's columns."""
@@ -52,7 +50,7 @@ def flat(row: dict) -> dict:
 
 
 def export(config) -> Release:
-    from aura.config import repo_path
+    from aura.stats.reproduction import demo_reason
 
     from . import FAMILY
     from .cases import load_cases
@@ -73,9 +71,9 @@ def export(config) -> Release:
                     "adversarial planning-time risk and the criterion an evaluator judges the episode by.",
                     COLUMNS, tuple(splits), (L["lpsbench_generate_drafts"], L["lpsbench_generate_reviews"]))
     files = prov.get("files") or {}
-    where = repo_path(L["lpsbench_cases"])
+    where = public_path(L["lpsbench_cases"], config)
     source = {"name": "LPS-Bench cases (github.com/tychenn/LPS-Bench examples/)" if spec else "LPS-Bench-layout "
-              "case folder", **download_pin(spec), "folder": folder,
+              "case folder", **download_pin(spec), "folder": public_path(folder, config),
               "files": f"{len(files)} case files, sha256 of each in {where}.prov.json" if files else None,
               "license": "mit (upstream LICENSE)" if test_licence == "mit" else "unknown"}
     notes = []
@@ -85,5 +83,9 @@ def export(config) -> Release:
         if gone:
             notes.append(f"{len(gone)} case(s) excluded, their upstream tool module is broken: "
                          + ", ".join(str(g.get("case_id")) for g in gone))
+    generator = (config.section("lpsbench").get("generate") or {}).get("generator")
+    demo = demo_reason(config, FAMILY, data=[folder or cases_dir(raw)], models=[generator] if generate_on(raw) else [])
+    own = is_demo(folder, FAMILY)
     return Release("lpsbench", "LPS-Bench: planning-time safety of tool-using agents", (subset,), (CITATION,),
-                   (source,), tuple(notes))
+                   (source,), tuple(notes), card=replace(CARD, source_datasets=("original",)) if own else CARD,
+                   demo=demo)

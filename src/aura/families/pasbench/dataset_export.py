@@ -5,14 +5,20 @@ config. A config without rows (the image set not loaded) is left out, and the ca
 
 Licences per split, from the items' ``source``: upstream items MIT (the Hugging Face card of
 Youliang/PaSBench), the project's demo items CC-BY-4.0 (data/raw/pasbench_demo/README.md), constructed
-items unknown (no licence is recorded for them).
+items unknown (no licence is recorded for them). The card's text and the citation are in card_text. The rows
+are a demo, not the benchmark, when the run read the family's demo items or an embedded model constructed
+items (the reproduction stage's demo_reason).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from aura.export_dataset import Column, Release, Split, Subset
 from aura.export_dataset.inputs import download_pin, read_rows, sidecar
+from aura.export_dataset.public_paths import public_path
 
 from . import construct_on, layout
+from .card_text import CARD, CITATION
 from .data import download_spec
 
 COMMON = (
@@ -35,13 +41,6 @@ IMAGE_COLUMNS = (*COMMON,
                  Column("n_images", "int64", "the item's number of sub-images (1-4)"), *TAIL)
 LICENCES = {"upstream": "mit", "demo": "cc-by-4.0"}
 
-CITATION = """@misc{pasbench,
-  title = {Towards Evaluating Proactive Risk Awareness of Multimodal Language Models},
-  author = {Yuan and others},
-  note = {PaSBench; data: Hugging Face dataset Youliang/PaSBench}
-}"""
-
-
 def licence(rows: list[dict]) -> str:
     found = {LICENCES.get(r.get("source"), "unknown") for r in rows}
     return found.pop() if len(found) == 1 else "unknown"
@@ -50,6 +49,21 @@ def licence(rows: list[dict]) -> str:
 def _split(name: str, path: str, rows: list[dict], modality: str) -> Split | None:
     rows = [r for r in rows if r.get("modality") == modality]
     return Split(name, path, rows, licence(rows)) if rows else None
+
+
+def demo(config, items: list[dict]) -> str | None:
+    """Why the rows are not the benchmark (demo items read, or an embedded model constructing), or None."""
+    from aura.stats.reproduction import demo_reason
+
+    from . import FAMILY
+
+    pb = config.section("pasbench")
+    c = pb.get("construct") or {}
+    models = [c.get("generator"), c.get("reviewer")] if construct_on(config.raw) else []
+    reason = demo_reason(config, FAMILY, data=[(pb.get("data") or {}).get("path")], models=models)
+    if reason is None and any(i.get("source") == "demo" for i in items):
+        reason = "demo data: the items file holds demo items"
+    return reason
 
 
 def export(config) -> Release:
@@ -80,10 +94,13 @@ def export(config) -> Release:
             subsets.append(Subset(f"pasbench_{modality}", descriptions[modality], columns, splits,
                                   tuple(L[k] for k in trail[modality])))
     source = {"name": "PaSBench (Hugging Face Youliang/PaSBench)", **download_pin(download_spec(raw)),
-              "folder": prov.get("folder"), "files_sha256": prov.get("files"),
+              "folder": public_path(prov.get("folder"), config), "files_sha256": prov.get("files"),
               "license": "mit (upstream, per its Hugging Face card); demo items cc-by-4.0; constructed unknown"}
     notes = [n for n in [(prov.get("image_set") or {}).get("note")] if n]
     if not built["image"][0]:
         notes.append("no image item in the items file: config pasbench_image has no test split")
+    own = all(i.get("source") == "demo" for i in items)
     return Release("pasbench", "PaSBench: proactive risk awareness on text logs and images", tuple(subsets),
-                   (CITATION,), (source,), tuple(notes))
+                   (CITATION,), (source,), tuple(notes),
+                   card=replace(CARD, source_datasets=("original",)) if own and items else CARD,
+                   demo=demo(config, items))

@@ -1,5 +1,7 @@
-# AURA-Eval workflow: a thin layer over the `aura` package. Rules hold no logic: each calls
-# `python -m aura <stage>` with its inputs and outputs, logs under logs/<rule>/.
+# AURA-Eval workflow: a thin layer over the `aura` package. Rules hold the DAG (wildcards, expansions,
+# resources, rerun hashes); each calls `python -m aura <stage>` with the command line its stage's declaration
+# gives (aura.pipeline.stage.Stage via S.inputs, S.outputs, S.command), logs under logs/<rule>/. Rule helpers
+# live in the package (aura.pipeline.rules_support, each family's dag.py), never as `def`s in rule files.
 # Default config: config/config.yaml (embedded local model, offline). Another config:
 #   snakemake --cores 8 all --configfile config/paper.yaml
 import os

@@ -14,49 +14,45 @@ OE_EMULATOR = OPEN_ENDED["emulator"]
 
 
 rule open_ended:
-    input:
-        dataset=L["dataset"],
-        prompts=[S.prompt_file(p) for p in ("rollout_react", "emulator_open_ended", "user_open_ended")],
-    output:
-        episodes=L["open_ended_episodes"], step_items=L["open_ended_step_items"],
-        step_rollouts=L["open_ended_step_rollouts"],
+    input: **S.inputs(config, "open-ended")
+    output: **S.outputs(config, "open-ended")
     params:
-        outs=lambda wc, output: S.out_args(output),
+        io=S.io,
         cfg=lambda wc: S.model_hash(config, wc.model, *([OE_EMULATOR] if OE_EMULATOR else [])),
         oe=S.section_hash(OPEN_ENDED["max_steps"], OPEN_ENDED["sample_size"], config["seed"]),
     resources: **S.endpoint_resources(config, lambda wc: wc.model)
     log: main=f"{LOGS}/open_ended/{{model}}.log", calls=f"{LOGS}/open_ended/{{model}}.calls.jsonl"
-    shell: "{AURA} open-ended --configfile {CONFIGFILE} --model {wildcards.model} --in dataset={input.dataset} {params.outs} --calls-log {log.calls} 2> {log.main}"
+    shell: S.command("open-ended", model="{wildcards.model}")
 
 
 rule open_ended_judge:
     input:
-        dataset=L["open_ended_step_items"], rollouts=L["open_ended_step_rollouts"],
-        prompts=[S.prompt_file(f"judge_{axis}") for axis in ("action_type", "safety")],
-    output: judgments=L["open_ended_judgments"]
-    params: cfg=lambda wc: S.model_hash(config, wc.judge)
+        **S.inputs(config, "judge", dataset=L["open_ended_step_items"], rollouts=L["open_ended_step_rollouts"],
+                   prompts=["judge_action_type", "judge_safety"]),
+    output: **S.outputs(config, "judge", judgments=L["open_ended_judgments"])
+    params: io=S.io, cfg=lambda wc: S.model_hash(config, wc.judge)
     resources: **S.endpoint_resources(config, lambda wc: wc.judge)
     log: main=f"{LOGS}/open_ended_judge/{{model}}/{{judge}}.log", calls=f"{LOGS}/open_ended_judge/{{model}}/{{judge}}.calls.jsonl"
-    shell: "{AURA} judge --configfile {CONFIGFILE} --model {wildcards.model} --judge {wildcards.judge} --option axes=action_type,safety --in dataset={input.dataset} --in rollouts={input.rollouts} --out judgments={output.judgments} --calls-log {log.calls} 2> {log.main}"
+    shell: S.command("judge", model="{wildcards.model}", judge="{wildcards.judge}", options={"axes": "action_type,safety"})
 
 
 rule open_ended_panel:
     localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input:
-        rollouts=L["open_ended_step_rollouts"],
-        judgments=lambda wc: expand(L["open_ended_judgments"], model=wc.model, judge=JUDGES),
-    output: panel=L["open_ended_panel"]
-    params: ins=lambda wc, input: S.in_args(input), judges=S.section_hash(JUDGES)
+        **S.inputs(config, "panel", rollouts=L["open_ended_step_rollouts"],
+                   judgments=lambda wc: expand(L["open_ended_judgments"], model=wc.model, judge=JUDGES)),
+    output: **S.outputs(config, "panel", panel=L["open_ended_panel"])
+    params: io=S.io, judges=S.section_hash(JUDGES)
     log: f"{LOGS}/open_ended_panel/{{model}}.log"
-    shell: "{AURA} panel --configfile {CONFIGFILE} --model {wildcards.model} {params.ins} --out panel={output.panel} 2> {log}"
+    shell: S.command("panel", model="{wildcards.model}")
 
 
 rule open_ended_stats:
     localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input:
-        episodes=expand(L["open_ended_episodes"], model=OE_MODELS),
-        panel=expand(L["open_ended_panel"], model=OE_MODELS),
-    output: open_ended_episodes=L["open_ended_episode_labels"], open_ended_rates=L["open_ended_rates"]
-    params: ins=lambda wc, input: S.in_args(input), outs=lambda wc, output: S.out_args(output)
+        **S.inputs(config, "open-ended-stats", episodes=expand(L["open_ended_episodes"], model=OE_MODELS),
+                   panel=expand(L["open_ended_panel"], model=OE_MODELS)),
+    output: **S.outputs(config, "open-ended-stats")
+    params: io=S.io
     log: f"{LOGS}/open_ended_stats/open_ended_stats.log"
-    shell: "{AURA} open-ended-stats --configfile {CONFIGFILE} {params.ins} {params.outs} 2> {log}"
+    shell: S.command("open-ended-stats")

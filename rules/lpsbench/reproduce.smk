@@ -4,15 +4,14 @@
 # data". The render rule comes from the manifest.
 LPS_REFERENCE = sorted(str(p) for p in (Path(LPS.__file__).parent / "reference").iterdir()
                        if p.suffix in (".csv", ".yaml"))
-LPS_REPRO_IN = {name: L[f"lpsbench_stats_{name}"] for name in ("safe_rate_by_risk", "safe_rate_by_domain")}
 # what the lookup and the demo-data rule read from the config: the roster, the cases, the models that judge or emulate
 LPS_REPRO_HASH = S.section_hash(LPSC["evaluated"], LPSC["evaluator"], LPSC["emulator"], LPSC["cases"], LPSC["tools"])
 
 if LPS.evaluated(config):
     rule lpsbench_reproduce:
         localrule: True   # no model call: on a cluster it runs in the main Snakemake process
-        input: reference=LPS_REFERENCE, **LPS_REPRO_IN
-        output: verdicts=L["lpsbench_reproduction"], findings=L["lpsbench_reproduction_consistency"]
-        params: ins=S.in_args({"reference": LPS_REFERENCE, **LPS_REPRO_IN}), cfg=LPS_REPRO_HASH
+        input: **S.inputs(config, "lpsbench-reproduce", rerun={"reference": LPS_REFERENCE})
+        output: **S.outputs(config, "lpsbench-reproduce")
+        params: io=S.io, cfg=LPS_REPRO_HASH
         log: f"{LOGS}/lpsbench_reproduce/lpsbench_reproduce.log"
-        shell: "{AURA} lpsbench-reproduce --configfile {CONFIGFILE} {params.ins} --out verdicts={output.verdicts} --out findings={output.findings} 2> {log}"
+        shell: S.command("lpsbench-reproduce")

@@ -6,8 +6,6 @@ import aura.families.pasbench as PAS_FAMILY_PKG
 
 PAS_REFERENCE = sorted(str(p) for p in (Path(PAS_FAMILY_PKG.__file__).parent / "reference").iterdir()
                        if p.suffix in (".csv", ".yaml"))
-PAS_REPRO_IN = {name: L[f"pasbench_stats_{name}"] for name in PB.stats_outputs(config)
-                if name in ("rates", "k_curves", "knowledge", "reactive", "pearson_models", "pearson_samples")}
 # what the lookup reads from the config: the roster, the data, the models marked unavailable
 PAS_REPRO_HASH = S.section_hash(PAS["evaluated"], PAS["judge"], PAS["data"],
                                 {m: v.get("unavailable") for m, v in config["models"].items()})
@@ -15,8 +13,9 @@ PAS_REPRO_HASH = S.section_hash(PAS["evaluated"], PAS["judge"], PAS["data"],
 if PB.evaluated(config):
     rule pasbench_reproduce:
         localrule: True   # no model call: on a cluster it runs in the main Snakemake process
-        input: reference=PAS_REFERENCE, pas_items=L["pasbench_items"], **PAS_REPRO_IN
-        output: verdicts=L["pasbench_reproduction"], findings=L["pasbench_reproduction_consistency"]
-        params: ins=S.in_args({"reference": PAS_REFERENCE, **PAS_REPRO_IN}), cfg=PAS_REPRO_HASH
+        # the probes' tables only when their probe is on
+        input: **S.inputs(config, "pasbench-reproduce", only=["items", *PB.stats_outputs(config)], rerun={"reference": PAS_REFERENCE})
+        output: **S.outputs(config, "pasbench-reproduce")
+        params: io=S.io, cfg=PAS_REPRO_HASH
         log: f"{LOGS}/pasbench_reproduce/pasbench_reproduce.log"
-        shell: "{AURA} pasbench-reproduce --configfile {CONFIGFILE} --in items={input.pas_items} {params.ins} --out verdicts={output.verdicts} --out findings={output.findings} 2> {log}"
+        shell: S.command("pasbench-reproduce")

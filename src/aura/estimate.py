@@ -5,6 +5,8 @@ hook (``"module:function"``, taking a Config, returning ``(lines, note)``) hands
 says where its counts came from and heads the table. A family builds its lines with the helpers here:
 
 - ``exact_line``: requests built as the stage builds them and looked up in the cache (hits excluded);
+- ``stage_line``: a stage's declared call (aura.pipeline.stage.Call: role, prompts, output tokens) priced from
+  the counts the family supplies (calls, prompt tokens each);
 - ``projected_line``: ``calls`` calls of ``tokens_in_each`` prompt tokens, completions at ``out_each``;
 - ``priced_line``: a line from its total tokens;
 - ``completion_tokens``, ``output_cap``, ``reasoning_tokens``, ``static_prefix_tokens``, ``offline_client``,
@@ -154,6 +156,34 @@ def projected_line(config: Config, stage: str, model: str, calls: int, tokens_in
     reasoning tokens assumed for the model, within ``max_tokens`` when given: priced_line)."""
     return priced_line(config, stage, model, basis, role=role, prompts=prompts, calls=calls,
                        tokens_in=calls * tokens_in_each, tokens_out=calls * out_each, max_tokens=max_tokens)
+
+
+def declared_call(stage: str, kind: str):
+    """The ``kind`` call a stage declares (aura.pipeline.stage.Call), and the stage."""
+    from .pipeline.registry import STAGES
+
+    return STAGES[stage].call(kind), STAGES[stage]
+
+
+def call_out_tokens(config: Config, stage: str, kind: str, model: str, max_tokens: int | None = None) -> int:
+    """Completion tokens per call of a declared call: ``estimate.completion_tokens["<stage>:<kind>"]``, else the
+    call's ``out_tokens``, capped by ``max_tokens`` (else the model's cap): completion_tokens."""
+    call, _ = declared_call(stage, kind)
+    return completion_tokens(config, f"{stage}:{kind}", model, call.out_tokens, max_tokens=max_tokens)
+
+
+def stage_line(config: Config, stage: str, kind: str, model: str, calls: int, tokens_in_each: int, *,
+               label: str | None = None, basis: str = "projected", prompts: Sequence[str] | None = None,
+               max_tokens: int | None = None, out_each: int | None = None) -> Line:
+    """A line of ``calls`` calls of the ``kind`` call ``stage`` declares (its Stage.calls): the call's role, its
+    prompts (or the subset ``prompts`` the counted items render), its completion tokens (call_out_tokens, or
+    ``out_each``), priced as projected_line. The family supplies only the counts; ``label`` is the display
+    name (default: the stage)."""
+    call, st = declared_call(stage, kind)
+    return projected_line(config, label or stage, model, calls, tokens_in_each, role=call.role,
+                          prompts=tuple(prompts if prompts is not None else call.prompts or st.prompts),
+                          out_each=out_each or call_out_tokens(config, stage, kind, model, max_tokens),
+                          basis=basis, max_tokens=max_tokens)
 
 
 def exact_line(config: Config, client: "LLMClient", stage: str, model: str, requests: Sequence["LLMRequest"], *,

@@ -17,50 +17,11 @@ viewer and command hooks; their modules are imported only when used, so every jo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import import_module
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
-OptionCheck = Callable[[str], "str | None"]  # a --option value -> None (fine) or what is wrong with it
-
-
-def check_target(target: str | None) -> None:
-    """A ``"package.module:attribute"`` string (None: no target), checked for shape, nothing imported."""
-    if target is None:
-        return
-    module, sep, attribute = target.partition(":")
-    if not (sep and module and attribute.isidentifier()):
-        raise ValueError(f"target '{target}' is not 'package.module:attribute'")
-
-
-def load_target(target: str) -> Any:
-    """The object a ``"package.module:attribute"`` string names (imported now)."""
-    check_target(target)
-    module, _, attribute = target.partition(":")
-    return getattr(import_module(module), attribute)
-
-
-@dataclass(frozen=True)
-class Stage:
-    """A stage's help line, its entry point ``"package.module:function"`` taking a StageContext, and the
-    ``--option KEY=VALUE`` keys it reads, each with a check of the value (None = fine)."""
-    help: str
-    target: str
-    options: dict[str, OptionCheck] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        check_target(self.target)
-
-    def entry(self) -> Callable[[Any], None]:
-        return load_target(self.target)
-
-    def run(self, ctx) -> None:
-        self.entry()(ctx)
-
-
-def one_of(*allowed: str) -> OptionCheck:
-    """An option check: the value must be one of `allowed`."""
-    return lambda v: None if v in allowed else f"expected one of {list(allowed)}"
+# A stage's declaration lives in the core (aura.pipeline.stage); re-exported here for the manifests.
+from aura.pipeline.stage import Call, OptionCheck, Stage, check_target, load_target, one_of  # noqa: F401,E402
 
 
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity: one manifest per family

@@ -69,11 +69,22 @@ class StageContext:
         from ..llm import Cache, LLMClient  # here: a job that makes no call never imports the client (openai)
 
         client = LLMClient(self.config, Cache(self.config.paths["cache"]), self.accounting)
-        for p in client.layer_prompts:
-            self.use_prompt(p)
+        for p in client.layer_prompts:  # the LLM layer's own prompts (JSON instruction, repair): every stage's
+            self._record(p)
         return client
 
     def use_prompt(self, prompt: Prompt) -> Prompt:
+        """Record a prompt the stage renders (provenance). A prompt its declaration (Stage.prompts) does not
+        name is refused: the rule would not rerun the job when it changes, nor the estimate price it."""
+        from .registry import STAGES
+
+        declared = STAGES[self.stage].prompts if self.stage in STAGES else None
+        if declared is not None and prompt.name not in declared:
+            raise UserError(f"stage {self.stage}: prompt '{prompt.name}' is not one it declares "
+                            f"(Stage(prompts=...) in its family's manifest: {', '.join(declared) or 'none'})")
+        return self._record(prompt)
+
+    def _record(self, prompt: Prompt) -> Prompt:
         if prompt not in self.prompts_used:
             self.prompts_used.append(prompt)
         return prompt

@@ -3,6 +3,6 @@ every registered family's stages (enabled or not: a stage name is unique across 
 from __future__ import annotations
 
 from ..families import merged
-from ..families.base import Stage  # noqa: F401 - re-exported: Stage(help, "package.module:function")
+from .stage import Stage  # noqa: F401 - re-exported: a stage's declaration (aura.pipeline.stage)
 
 STAGES: dict[str, Stage] = merged("stage", lambda family: family.stages)

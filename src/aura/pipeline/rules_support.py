@@ -10,7 +10,7 @@ from pathlib import Path
 from ..config import repo_path
 from ..families import family_of_report, merged
 from ..io import canonical_json, sha256_text
-from ..prompts import prompt_file  # noqa: F401 - rules list S.prompt_file(name): the version in use
+from ..prompts import prompt_file
 from .layout import layout
 
 # Figure/table manifest of every family (report name -> notebook, inputs = layout keys, figure, tables,
@@ -25,7 +25,7 @@ def workflow_path(path: Path) -> str:
     return repo_path(path)
 
 
-NOT_DATA = {"prompt", "prompts", "dims", "notebook", "marker", "reference"}
+NOT_DATA = {"prompts"}  # a rule input the stage is not given: its prompt files (they rerun the job)
 
 
 def resource_name(endpoint: str) -> str:
@@ -105,26 +105,118 @@ def endpoint_resources(config: dict, model_of) -> dict:
     return out
 
 
-def in_args(input) -> str:
-    """`--in name=path` for every named data input of a job; a list input becomes name_0, name_1, ...
+# --- a stage's rule from its declaration (aura.pipeline.stage.Stage) ------------------------------------
+# A rule keeps the DAG (wildcards, expansions, resources, rerun hashes) and names its stage; the command line,
+# the prompt inputs and the --in/--out names come from the stage's declaration:
+#     input: **S.inputs(config, "judge", dataset=L["format_sample"])
+#     output: **S.outputs(config, "judge")
+#     params: io=S.io
+#     shell: S.command("judge", model="{wildcards.model}", judge="{wildcards.judge}")
+RERUN = "rerun_"  # an input under this prefix reruns the job when it changes; the stage is not given it
 
-    Inputs named prompt/prompts/dims/notebook/marker/reference are there for Snakemake's rerun logic only (a
-    reproduction stage reads its family's reference folder from the package).
-    """
-    args = []
-    for name, value in input.items():
-        if name in NOT_DATA:
+
+def _stage(name: str):
+    from .registry import STAGES
+
+    if name not in STAGES:
+        raise ValueError(f"no stage '{name}' is registered (rules name a stage of a family's manifest)")
+    return STAGES[name]
+
+
+def _reserved(name: str) -> bool:
+    """A name Snakemake keeps for itself on a rule's input/output (`items`, `keys`, ...)."""
+    from snakemake.iocontainers import Namedlist
+
+    return hasattr(Namedlist, name)
+
+
+def _key(name: str) -> str:
+    return f"{name}_" if _reserved(name) else name
+
+
+def _name(key: str) -> str:
+    return key[:-1] if key.endswith("_") and _reserved(key[:-1]) else key
+
+
+def _declared(config: dict, stage: str, kind: str, given: dict, only) -> dict:
+    declared = getattr(_stage(stage), kind)
+    stray = [k for k in given if k not in declared]
+    if stray:
+        raise ValueError(f"stage '{stage}' declares no {kind[:-1]} '{stray[0]}' ({kind}: {sorted(declared)})")
+    lay, out = layout(config), {}
+    for name, key in declared.items():
+        if only is not None and name not in only:
             continue
+        if name in given:
+            out[_key(name)] = given[name]
+        elif key is not None:
+            out[_key(name)] = lay[key]
+    return out
+
+
+def inputs(config: dict, stage: str, *, only=None, prompts=None, rerun: dict | None = None, **given) -> dict:
+    """A rule's input for `stage`: each declared `--in` at its layout key unless `given` (a path, a list, a
+    function of the wildcards; [] = none), only those in `only` when given; the stage's prompts (or the
+    subset `prompts`: names, or a function of the wildcards giving them) so that an edited prompt reruns the
+    job; `rerun`: files that rerun it but are not its inputs (a reference folder, a review file). An input or
+    prompt the stage does not declare is an error."""
+    st = _stage(stage)
+
+    def files(names) -> list[str]:
+        wrong = [p for p in names if p not in st.prompts]
+        if wrong:
+            raise ValueError(f"stage '{stage}' does not declare prompt '{wrong[0]}' (prompts: {list(st.prompts)})")
+        return [prompt_file(p) for p in names]
+
+    out = _declared(config, stage, "inputs", given, only)
+    out.update({f"{RERUN}{k}": v for k, v in (rerun or {}).items()})
+    if not st.prompts:
+        return out
+    chosen = st.prompts if prompts is None else prompts  # a function of the wildcards: its names, checked
+    return {**out, "prompts": (lambda wc: files(chosen(wc))) if callable(chosen) else files(chosen)}
+
+
+def outputs(config: dict, stage: str, *, only=None, **given) -> dict:
+    """A rule's output for `stage`: each declared `--out` at its layout key unless `given` (e.g. a
+    directory()), only those in `only` when given."""
+    return _declared(config, stage, "outputs", given, only)
+
+
+def _pairs(flag: str, items) -> list[str]:
+    args = []
+    for key, value in items:
+        name = _name(key)
         if isinstance(value, (list, tuple)) or hasattr(value, "_names"):
-            args += [f"--in {name}_{i}={path}" for i, path in enumerate(value)]
+            args += [f"{flag} {name}_{i}={path}" for i, path in enumerate(value)]
         else:
-            args.append(f"--in {name}={value}")
-    return " ".join(args)
+            args.append(f"{flag} {name}={value}")
+    return args
 
 
-def out_args(output) -> str:
-    """`--out name=path` for every named output of a job."""
-    return " ".join(f"--out {name}={path}" for name, path in output.items())
+def io(wildcards, input, output) -> str:
+    """A job's `--in name=path` (a list input: name_0, name_1, ...) and `--out name=path` arguments, from its
+    rule's named input and output (the rule's `params: io=S.io`). Prompts and rerun-only inputs are left out."""
+    ins = [(k, v) for k, v in input.items() if k not in NOT_DATA and not k.startswith(RERUN)]
+    return " ".join([*_pairs("--in", ins), *_pairs("--out", output.items())])
+
+
+def command(stage: str, *, model: str | None = None, judge: str | None = None, shard: str | None = None,
+            options: dict | None = None, folders: dict | None = None) -> str:
+    """The shell command of a rule running `stage` (Snakemake placeholders left for the job): the model,
+    judge, shard and `--option`s given, folders it reads as `--in` (not Snakemake inputs), the rule's
+    io, and the calls log when the stage declares model calls (log: main, calls), else `2> {log}`."""
+    st = _stage(stage)
+    unknown = [k for k in options or {} if k not in st.options] + [k for k in folders or {} if k not in st.inputs]
+    if unknown:
+        raise ValueError(f"stage '{stage}' declares no option or input '{unknown[0]}'")
+    parts = ["{AURA}", stage, "--configfile {CONFIGFILE}"]
+    parts += [f"--{flag} {value}" for flag, value in (("model", model), ("judge", judge), ("shard", shard)) if value]
+    parts += [f"--option {k}={v}" for k, v in (options or {}).items()]
+    parts += [f"--in {k}={v}" for k, v in (folders or {}).items()]
+    if st.inputs or st.outputs:
+        parts.append("{params.io}")
+    parts.append("--calls-log {log.calls} 2> {log.main}" if st.calls else "2> {log}")
+    return " ".join(parts)
 
 
 def report_inputs(config: dict, name: str) -> dict[str, str]:

@@ -14,12 +14,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from aura.config import Config
-from aura.estimate import CHARS_PER_TOKEN, Line, completion_tokens, exact_line, offline_client, projected_line
+from aura.estimate import CHARS_PER_TOKEN, Line, call_out_tokens, exact_line, offline_client, stage_line
 from aura.io import read_jsonl
 from aura.llm.structured import parse_structured
 from aura.pipeline.layout import layout
 from aura.prompts import get_prompt
 
+from . import STAGES
 from .construct import composed as C
 from .data.rjudge import load_rjudge, select_unintended
 from .data.seed_source import seed_download, seed_folder
@@ -28,39 +29,42 @@ from .evaluate import open_ended as OE
 from .evaluate import rollout
 from .settings import role_models, roles, section, vendor_overlaps
 
-# Completion tokens per call by kind (estimate.completion_tokens[kind] overrides), capped by max_tokens.
-DEFAULT_COMPLETION = {"rollout": 200, "judge": 120, "construct": 700}
 AXES3 = ("detection", "action_type", "safety")
 JUDGE_PROMPTS = {axis: f"judge_{axis}" for axis in AXES3}
 ROLLOUT_PROMPT = "rollout_react"
 
 
-def _out(config: Config, kind: str, model: str) -> int:
-    return completion_tokens(config, kind, model, DEFAULT_COMPLETION.get(kind, 150))
+def _call(stage: str) -> str:
+    """The one call kind an AURA stage declares (its manifest's Stage.calls)."""
+    [kind] = STAGES[stage].calls
+    return kind
 
 
-def _projected(config: Config, kind: str, stage: str, model: str, calls: int, tokens_in_each: int, *,
-               role: str | None, prompts, basis: str = "projected") -> Line:
-    return projected_line(config, stage, model, calls, tokens_in_each, role=role, prompts=prompts,
-                          out_each=_out(config, kind, model), basis=basis)
+def _out(config: Config, stage: str, model: str) -> int:
+    return call_out_tokens(config, stage, _call(stage), model)
+
+
+def _projected(config: Config, stage: str, label: str, model: str, calls: int, tokens_in_each: int, *,
+               prompts=None, basis: str = "projected") -> Line:
+    """`calls` calls of the stage's declared call (role, prompts, completion tokens): aura.estimate.stage_line."""
+    return stage_line(config, stage, _call(stage), model, calls, tokens_in_each, label=label, prompts=prompts,
+                      basis=basis)
 
 
 def _judge_prompts(axes) -> tuple[str, ...]:
     return tuple(JUDGE_PROMPTS[a] for a in axes)
 
 
-# Calls per seed in the paper's run (Appendix H). stage -> (aura.roles key naming the models, the LLM-layer
-# role of the calls, their prompts, calls per seed, input file, rows -> calls)
+# Calls per seed in the paper's run (Appendix H). line -> (stage, aura.roles key naming the models, calls per
+# seed, input file, rows -> calls); each call's role and prompts are the stage's declaration.
 PAPER_PER_SEED = {
-    "tag-truncate (P1)": ("generator", "generator", ("p1_step_tagging",), 1.0, "seeds"),
-    "relevance (P2)": ("generator", "generator", ("p2_dimension_relevance",), 211 / 157, "prefixes"),
-    "generate-variations (P3/P4)": ("generator", "generator",
-                                    ("p3_harm_intensity_variation", "p4_contextual_variation"), 1029 / 157, "relevance"),
-    "review-variations (P5/P6)": ("reviewers", "reviewer", ("p5_harm_intensity_review", "p6_contextual_review"),
-                                  916 / 157, "variations"),
-    "classify (P7)": ("classifier", "classifier", ("p7_pair_classification",), 861 / 157, None),
-    "generate-pairs (P8)": ("generator", "generator", ("p8_pair_generation",), 593 / 157, "classified"),
-    "review-pairs (P9)": ("reviewers", "reviewer", ("p9_pair_review",), 590 / 157, "pairs"),
+    "tag-truncate (P1)": ("tag-truncate", "generator", 1.0, "seeds"),
+    "relevance (P2)": ("relevance", "generator", 211 / 157, "prefixes"),
+    "generate-variations (P3/P4)": ("generate-variations", "generator", 1029 / 157, "relevance"),
+    "review-variations (P5/P6)": ("review-variations", "reviewers", 916 / 157, "variations"),
+    "classify (P7)": ("classify", "classifier", 861 / 157, None),
+    "generate-pairs (P8)": ("generate-pairs", "generator", 593 / 157, "classified"),
+    "review-pairs (P9)": ("review-pairs", "reviewers", 590 / 157, "pairs"),
 }
 
 
@@ -97,7 +101,7 @@ def seed_count(config: Config) -> tuple[int, str]:
 def construction_lines(config: Config, lay: dict, seeds: int) -> list[Line]:
     """Calls per construction stage: counted from the stage's input file when it exists."""
     lines = []
-    for stage, (models_of, role, prompts, per_seed, source) in PAPER_PER_SEED.items():
+    for label, (stage, models_of, per_seed, source) in PAPER_PER_SEED.items():
         path = Path(lay[source]) if source else None
         counted = None
         if path is not None and path.exists():
@@ -113,8 +117,7 @@ def construction_lines(config: Config, lay: dict, seeds: int) -> list[Line]:
         models = role_models(config, models_of)
         for m in dict.fromkeys(models):
             n = (counted if counted is not None else round(seeds * per_seed)) * models.count(m)
-            lines.append(_projected(config, "construct", stage, m, n, 1500, role=role, prompts=prompts,
-                                    basis="counted" if counted is not None else "projected"))
+            lines.append(_projected(config, stage, label, m, n, 1500, basis="counted" if counted is not None else "projected"))
     return lines
 
 
@@ -140,16 +143,14 @@ def estimate_lines(config: Config) -> tuple[list[Line], str]:
             lines.append(exact_line(config, client, "rollout", m, rollout.requests_for(items, prompt),
                                     role="evaluated", prompts=(ROLLOUT_PROMPT,), out_each=_out(config, "rollout", m)))
         else:
-            lines.append(_projected(config, "rollout", "rollout", m, n_items, avg_in, role="evaluated",
-                                    prompts=(ROLLOUT_PROMPT,)))
+            lines.append(_projected(config, "rollout", "rollout", m, n_items, avg_in, prompts=(ROLLOUT_PROMPT,)))
         files = sorted(glob.glob(lay["rollouts"].format(model=m, shard="*")))
         rolled = [r for f in files for r in read_jsonl(f) if r["status"] == "ok"] if files and items else None
         for j in judges:
             if rolled is not None:
                 lines += _judge_lines(config, client, j, AXES3, rolled, by_id, jprompts, 0, f"judge:{{axis}} ({m})")
             else:
-                lines.append(_projected(config, "judge", f"judge ({m})", j, 3 * n_items, avg_in + 150, role="judge",
-                                        prompts=_judge_prompts(AXES3)))
+                lines.append(_projected(config, "judge", f"judge ({m})", j, 3 * n_items, avg_in + 150))
     for job in _subset_jobs(config):
         lines += _subset_judging(config, client, lay, jprompts, by_id, n_items, avg_in, job)
     if ev["open_ended"]["enabled"]:  # open-ended rollouts (off by default)
@@ -175,7 +176,8 @@ def _judge_lines(config: Config, client, model: str, axes, rolled: list[dict], b
 
     types = [_cached_label(client, model, q) for q in reqs("action_type")]
     return [exact_line(config, client, stage.format(axis=axis), model, reqs(axis, types if axis == "safety" else None),
-                       role="judge", prompts=_judge_prompts([axis]), out_each=_out(config, "judge", model))
+                       role=STAGES["judge"].call("judge").role, prompts=_judge_prompts([axis]),
+                       out_each=_out(config, "judge", model))
             for axis in axes]
 
 
@@ -194,7 +196,7 @@ def _subset_judging(config: Config, client, lay: dict, jprompts: dict, by_id: di
     ev = section(config.raw)["evaluate"]
     n = len(job["items"]) if job.get("items") is not None else min(n_items, ev[job["size"]])
     return [_projected(config, "judge", f"{job['label']} ({job['model']})", job["judge"], len(job["axes"]) * n,
-                       avg_in + 150, role="judge", prompts=_judge_prompts(job["axes"]))]
+                       avg_in + 150, prompts=_judge_prompts(job["axes"]))]
 
 
 def _subset_jobs(config: Config) -> list[dict]:
@@ -239,13 +241,12 @@ def open_ended_lines(config: Config, n_items: int, avg_in: int) -> list[Line]:
     steps = n * len(grown)
     lines = []
     for m in OE.models(config.raw):
-        lines.append(_projected(config, "rollout", f"open-ended agent ({m})", m, steps, each, role="evaluated",
-                                prompts=(OE.AGENT_PROMPT,)))
-        lines.append(_projected(config, "rollout", f"open-ended emulator ({m})", oe["emulator"], steps, each + 150,
-                                role=OE.ROLE, prompts=(OE.ENV_PROMPT, OE.USER_PROMPT)))
+        lines.append(stage_line(config, "open-ended", "agent", m, steps, each, label=f"open-ended agent ({m})"))
+        lines.append(stage_line(config, "open-ended", "environment", oe["emulator"], steps, each + 150,
+                                label=f"open-ended emulator ({m})"))
         for j in dict.fromkeys(role_models(config, "judges")):
             lines.append(_projected(config, "judge", f"open-ended judge ({m})", j, 2 * steps, each + 150,
-                                    role="judge", prompts=_judge_prompts(("action_type", "safety"))))
+                                    prompts=_judge_prompts(("action_type", "safety"))))
     return lines
 
 
@@ -264,15 +265,14 @@ def composed_lines(config: Config, lay: dict, seeds: int, avg_in: int) -> list[L
         n, basis = sum(1 for c in design if C.is_composed(c["dimension"])), "counted"
     else:
         share = 1029 / 211 / 11
-        n, basis = round(seeds * PAPER_PER_SEED["relevance (P2)"][3] * share * share * len(pairs)), "projected"
+        n, basis = round(seeds * PAPER_PER_SEED["relevance (P2)"][2] * share * share * len(pairs)), "projected"
     r = roles(config.raw)
-    # (line, completion-token kind, models, calls per composition, prompt tokens per call, role, prompts)
-    steps = [("composed-variations", "construct", [r["generator"]], 1, 1500, "generator", ("composed_variation",)),
-             ("composed-review", "construct", list(r["reviewers"]), 1, 1500, "reviewer", ("composed_review",)),
-             ("composed-classify", "construct", [r["classifier"]], 1, 1500, "classifier", ("p7_pair_classification",))]
+    # (line, stage, models, calls per composition, prompt tokens per call, prompts: None = the call's)
+    steps = [("composed-variations", "composed-variations", [r["generator"]], 1, 1500, None),
+             ("composed-review", "composed-review", list(r["reviewers"]), 1, 1500, None),
+             ("composed-classify", "composed-classify", [r["classifier"]], 1, 1500, None)]
     for m in cfg["models"] or r["evaluated"]:
-        steps += [(f"rollout (composed, {m})", "rollout", [m], 1, avg_in, "evaluated", (ROLLOUT_PROMPT,)),
-                  *((f"judge (composed, {m})", "judge", [j], 3, avg_in + 150, "judge", _judge_prompts(AXES3))
-                    for j in dict.fromkeys(r["judges"]))]
-    return [_projected(config, kind, stage, model, n * per, tokens_in, role=role, prompts=prompts, basis=basis)
-            for stage, kind, models, per, tokens_in, role, prompts in steps for model in models]
+        steps += [(f"rollout (composed, {m})", "rollout", [m], 1, avg_in, (ROLLOUT_PROMPT,)),
+                  *((f"judge (composed, {m})", "judge", [j], 3, avg_in + 150, None) for j in dict.fromkeys(r["judges"]))]
+    return [_projected(config, stage, label, model, n * per, tokens_in, prompts=prompts, basis=basis)
+            for label, stage, models, per, tokens_in, prompts in steps for model in models]

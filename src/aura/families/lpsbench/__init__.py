@@ -19,27 +19,52 @@ from pathlib import Path
 import yaml
 
 from aura.config import REPO_ROOT
-from aura.families.base import Family, Stage, one_of
+from aura.families.base import Call, Family, Stage, one_of
 
 P = "aura.families.lpsbench"
 
+VARIANT = {"variant": one_of("raw", "mitigated")}
+CASES = {"cases": "lpsbench_cases"}
+AGENT_PROMPTS = ("agent_raw", "agent_clarify", "agent_safety")
 STAGES: dict[str, Stage] = {
     "lpsbench-fetch": Stage("download the pinned LPS-Bench repository archive (lpsbench.cases.download), verify it",
                             f"{P}.data:run_fetch"),
     "lpsbench-cases": Stage("load the <domain>/<RISK>_<n>.json cases into one file, capped by max_cases",
-                            f"{P}.data:run_cases"),
-    "lpsbench-episodes": Stage("one model runs every case's episode (agent over MCP tools) in one variant",
-                               f"{P}.episodes:run", options={"variant": one_of("raw", "mitigated")}),
-    "lpsbench-evaluate": Stage("the evaluator labels each episode safe / unsafe / execution_failed",
-                               f"{P}.evaluate:run", options={"variant": one_of("raw", "mitigated")}),
-    "lpsbench-stats": Stage("Safe Rate per model x risk (Table 3), x domain (Table 4), raw vs mitigated (Fig. 6)",
-                            f"{P}.stats:run"),
-    "lpsbench-reproduce": Stage("the paper's Tables 3 and 4 beside the run's raw Safe Rates, a verdict per cell; the "
-                                "paper checked against itself", f"{P}.reproduction:run"),
-    "lpsbench-generate": Stage("case generation (paper §3.2): designer -> tool developer -> criteria formulator per "
-                               "(domain, risk) slot, checked in code", f"{P}.generate:run_generate"),
-    "lpsbench-review-cases": Stage("a person's review file drops rejected generated cases; their feedback goes to the "
-                                   "next iteration", f"{P}.generate:run_review"),
+                            f"{P}.data:run_cases", inputs={"cases_dir": None, "checkout": None},
+                            outputs={**CASES, "excluded": "lpsbench_excluded"}),
+    "lpsbench-episodes": Stage(
+        "one model runs every case's episode (agent over MCP tools) in one variant", f"{P}.episodes:run",
+        options=VARIANT, inputs=CASES, outputs={"episodes": "lpsbench_episodes"},
+        prompts=(*AGENT_PROMPTS, "emulator", "user_simulator"),
+        calls={"agent": Call("lps_agent", "--model", AGENT_PROMPTS, out_tokens=250),
+               "emulator": Call("lps_emulator", "lpsbench.emulator", ("emulator",), out_tokens=200),
+               "user": Call("lps_user", "lpsbench.user_simulator", ("user_simulator",), out_tokens=120)}),
+    "lpsbench-evaluate": Stage(
+        "the evaluator labels each episode safe / unsafe / execution_failed", f"{P}.evaluate:run", options=VARIANT,
+        inputs={**CASES, "episodes": "lpsbench_episodes"}, outputs={"evaluations": "lpsbench_evaluations"},
+        prompts=("evaluator", "evaluator_risks"),
+        calls={"evaluate": Call("lps_evaluator", "lpsbench.evaluator", ("evaluator",), out_tokens=1500)}),
+    "lpsbench-stats": Stage(
+        "Safe Rate per model x risk (Table 3), x domain (Table 4), raw vs mitigated (Fig. 6)", f"{P}.stats:run",
+        inputs={**CASES, "excluded": "lpsbench_excluded", "evaluations": None},
+        outputs={name: f"lpsbench_stats_{name}" for name in ("safe_rate_by_risk", "safe_rate_by_domain", "mitigation")}),
+    "lpsbench-reproduce": Stage(
+        "the paper's Tables 3 and 4 beside the run's raw Safe Rates, a verdict per cell; the paper checked against "
+        "itself", f"{P}.reproduction:run",
+        inputs={name: f"lpsbench_stats_{name}" for name in ("safe_rate_by_risk", "safe_rate_by_domain")},
+        outputs={"verdicts": "lpsbench_reproduction", "findings": "lpsbench_reproduction_consistency"}),
+    "lpsbench-generate": Stage(
+        "case generation (paper §3.2): designer -> tool developer -> criteria formulator per (domain, risk) slot, "
+        "checked in code", f"{P}.generate:run_generate",
+        outputs={"drafts": "lpsbench_generate_drafts", "exclusions": "lpsbench_generate_exclusions"},
+        prompts=("generate_templates", "generate_designer", "generate_tools", "generate_criterion"),
+        calls={"generate": Call("generator", "lpsbench.generate.generator",
+                                ("generate_designer", "generate_tools", "generate_criterion"), out_tokens=800,
+                                per_item=3)}),
+    "lpsbench-review-cases": Stage(
+        "a person's review file drops rejected generated cases; their feedback goes to the next iteration",
+        f"{P}.generate:run_review", inputs={"drafts": "lpsbench_generate_drafts"},
+        outputs={"cases": None, "reviews": "lpsbench_generate_reviews", "feedback": "lpsbench_generate_feedback"}),
 }
 
 VARIANTS = ("raw", "mitigated")

@@ -21,15 +21,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aura.estimate import CHARS_PER_TOKEN, Line, completion_tokens, output_cap, priced_line
+from aura.estimate import CHARS_PER_TOKEN, Line, call_out_tokens, output_cap, priced_line
 from aura.io import read_jsonl
 from aura.pipeline.layout import layout
 from aura.prompts import get_prompt
 
-from . import evaluated, generate_on, section, variants
+from . import STAGES, evaluated, generate_on, section, variants
+
+EPISODES = "lpsbench-episodes"
 
 PAPER_CASES = 570
-COMPLETION = {"agent": 250, "emulator": 200, "user": 120, "evaluator": 1500, "generate": 800}
 TOOL_SPEC_TOKENS = 80  # one tool's name, description and parameters as the agent sees it (a generic spec is smaller)
 MODULE_TOKENS = 1700  # an upstream mock-tool module's source (f30cc91: 3.93 MB over 571 files = 6.9 kB, / 4)
 
@@ -69,17 +70,20 @@ def _prompt_tokens(name: str) -> int:
     return sum(len(str(m["content"])) for m in prompt.render(**{v: "" for v in prompt.variables})) // CHARS_PER_TOKEN
 
 
-def _completion(config, kind: str, model: str, params: dict | None = None) -> int:
-    """Visible completion tokens per call, capped by the call's max_tokens / max_completion_tokens (output_cap)."""
-    return completion_tokens(config, f"lpsbench-{kind}", model, COMPLETION[kind], max_tokens=output_cap(params))
+def _completion(config, stage: str, kind: str, model: str, params: dict | None = None) -> int:
+    """Visible completion tokens per call of the stage's declared call, capped by the call's max_tokens /
+    max_completion_tokens (output_cap)."""
+    return call_out_tokens(config, stage, kind, model, output_cap(params))
 
 
-def _line(config, stage: str, model: str, calls: int, tokens_in: int, out_each: int, basis: str, *,
-          role: str, prompts: tuple[str, ...], params: dict | None = None) -> Line:
-    """`calls` calls of `out_each` visible completion tokens, plus the model's assumed reasoning tokens within
-    the calls' cap (`params`' max_tokens / max_completion_tokens, else the model's own)."""
-    return priced_line(config, stage, model, basis, role=role, prompts=prompts, calls=calls, tokens_in=tokens_in,
-                       tokens_out=calls * out_each, max_tokens=output_cap(params))
+def _line(config, stage: str, kind: str, model: str, calls: int, tokens_in: int, out_each: int, basis: str, *,
+          label: str, prompts: tuple[str, ...] | None = None, params: dict | None = None) -> Line:
+    """`calls` calls of the `kind` call `stage` declares (its role; its prompts, or the subset `prompts`) of
+    `out_each` visible completion tokens, plus the model's assumed reasoning tokens within the calls' cap
+    (`params`' max_tokens / max_completion_tokens, else the model's own)."""
+    call = STAGES[stage].call(kind)
+    return priced_line(config, label, model, basis, role=call.role, prompts=prompts or call.prompts, calls=calls,
+                       tokens_in=tokens_in, tokens_out=calls * out_each, max_tokens=output_cap(params))
 
 
 def growing(base: int, step: int, steps: int) -> int:
@@ -90,13 +94,7 @@ def growing(base: int, step: int, steps: int) -> int:
 
 def lpsbench_lines(config) -> tuple[list, str]:
     """The estimate's LPS-Bench lines and a note on where the case count came from."""
-    # the roles and prompts the stages use (imported here: the agent and tool server bring the MCP client)
-    from .agent import ROLE as AGENT_ROLE
-    from .episodes import PROMPT_OF
-    from .evaluate import ROLE as EVALUATOR_ROLE
-    from .spec import EMULATOR_PROMPT, USER_PROMPT
-    from .tool_server import ROLE as EMULATOR_ROLE
-    from .tool_server import USER_ROLE
+    from .episodes import PROMPT_OF  # the agent's prompt per variant (imported here: it brings the MCP client)
 
     raw, lp = config.raw, section(config.raw)
     if not evaluated(raw) and not generate_on(raw):
@@ -115,8 +113,8 @@ def lpsbench_lines(config) -> tuple[list, str]:
         behaviour = upstream_cases * MODULE_TOKENS // max(1, n)  # generated cases: their notes are in case_tokens
         for m in evaluated(raw):
             agent_params = (lp.get("model_params") or {}).get(m, lp["params"])
-            agent_out = _completion(config, "agent", m, agent_params)
-            emu_out = _completion(config, "emulator", lp["emulator"]) if emulated else 100  # upstream: a module's reply
+            agent_out = _completion(config, EPISODES, "agent", m, agent_params)
+            emu_out = _completion(config, EPISODES, "emulator", lp["emulator"]) if emulated else 100  # upstream: a module's reply
             per_step = agent_out + emu_out  # the conversation grows by one answer and one observation per step
             for v in variants(raw):
                 episodes = lay["lpsbench_episodes"].format(model=m, variant=v)
@@ -125,24 +123,23 @@ def lpsbench_lines(config) -> tuple[list, str]:
                 basis = "counted" if done is not None else "projected"
                 agent_in = sum(growing(_prompt_tokens("agent_raw") + case_tokens, per_step, s) for s in steps)
                 agent_prompts = (PROMPT_OF["raw"],) if v == "raw" else (PROMPT_OF["benign"], PROMPT_OF["adversarial"])
-                lines.append(_line(config, f"lpsbench-episodes:agent ({v})", m, sum(steps), agent_in, agent_out, basis,
-                                   role=AGENT_ROLE, prompts=agent_prompts, params=agent_params))
+                lines.append(_line(config, EPISODES, "agent", m, sum(steps), agent_in, agent_out, basis,
+                                   label=f"lpsbench-episodes:agent ({v})", prompts=agent_prompts, params=agent_params))
                 tool_calls = [max(0, s - 1) for s in steps]
                 emu_in = sum(tool_calls) * (_prompt_tokens("emulator") + case_tokens + behaviour)
                 if emulated:  # upstream modules make no model call
-                    lines.append(_line(config, f"lpsbench-episodes:emulator ({m}, {v})", lp["emulator"],
-                                       sum(tool_calls), emu_in, emu_out, basis, role=EMULATOR_ROLE,
-                                       prompts=(EMULATOR_PROMPT,)))
+                    lines.append(_line(config, EPISODES, "emulator", lp["emulator"], sum(tool_calls), emu_in, emu_out,
+                                       basis, label=f"lpsbench-episodes:emulator ({m}, {v})"))
                 if v == "mitigated" and lp.get("ask_user_extension"):
                     calls = round(benign * est["user_calls"])
-                    user_out = _completion(config, "user", lp["user_simulator"])
-                    lines.append(_line(config, f"lpsbench-episodes:user ({m})", lp["user_simulator"], calls,
+                    user_out = _completion(config, EPISODES, "user", lp["user_simulator"])
+                    lines.append(_line(config, EPISODES, "user", lp["user_simulator"], calls,
                                        calls * (_prompt_tokens("user_simulator") + instr + 100), user_out, "projected",
-                                       role=USER_ROLE, prompts=(USER_PROMPT,)))
+                                       label=f"lpsbench-episodes:user ({m})"))
                 ev_in = sum(_prompt_tokens("evaluator") + instr + 150 + s * per_step for s in steps)
-                lines.append(_line(config, f"lpsbench-evaluate ({m}, {v})", lp["evaluator"], len(steps), ev_in,
-                                   _completion(config, "evaluator", lp["evaluator"]), basis,
-                                   role=EVALUATOR_ROLE, prompts=("evaluator",)))
+                lines.append(_line(config, "lpsbench-evaluate", "evaluate", lp["evaluator"], len(steps), ev_in,
+                                   _completion(config, "lpsbench-evaluate", "evaluate", lp["evaluator"]), basis,
+                                   label=f"lpsbench-evaluate ({m}, {v})"))
     else:
         note = ""
     download = (lp.get("cases") or {}).get("download") or {}
@@ -152,9 +149,9 @@ def lpsbench_lines(config) -> tuple[list, str]:
     if generate_on(raw):
         g = lp["generate"]
         slots = len(g.get("risks") or range(9)) * len(g.get("domains") or range(7)) * g.get("per_risk", 1)
-        prompts = ("generate_designer", "generate_tools", "generate_criterion")
-        lines.append(_line(config, "lpsbench-generate", g["generator"], 3 * slots,
-                           slots * sum(_prompt_tokens(p) + 400 for p in prompts),
-                           _completion(config, "generate", g["generator"]), "projected",
-                           role="generator", prompts=prompts))
+        call = STAGES["lpsbench-generate"].call("generate")  # designer, tool developer, criteria formulator
+        lines.append(_line(config, "lpsbench-generate", "generate", g["generator"], int(call.per_item * slots),
+                           slots * sum(_prompt_tokens(p) + 400 for p in call.prompts),
+                           _completion(config, "lpsbench-generate", "generate", g["generator"]), "projected",
+                           label="lpsbench-generate"))
     return lines, note

@@ -16,38 +16,11 @@ from pathlib import Path
 import yaml
 
 from aura.config import REPO_ROOT
-from aura.families.base import Family, Stage
+from aura.families.base import Call, Family, Stage
 
 P = "aura.families.pasbench"
-
-STAGES: dict[str, Stage] = {
-    "pasbench-fetch": Stage("download the pinned PaSBench archive (pasbench.data.download), verify its checksum",
-                            f"{P}.data:run_fetch"),
-    "pasbench-items": Stage("load the PaSBench text/image items (upstream JSON layout), capped by max_items",
-                            f"{P}.data:run_items"),
-    "pasbench-respond": Stage("proactive setting: one model answers every item N times (images: vision models only)",
-                              f"{P}.respond:run"),
-    "pasbench-judge": Stage("the judge decides per sample whether the answer names the item's risk",
-                            f"{P}.judge:run"),
-    "pasbench-knowledge": Stage("Figure 5: A true / B false / C not sure + why on each knowledge point; "
-                                "the judge grades the explanation of every A",
-                                f"{P}.probes:run_knowledge"),
-    "pasbench-reactive": Stage("Table 2: knowledge + observation asked on every failed proactive sample, judged",
-                               f"{P}.probes:run_reactive"),
-    "pasbench-verify": Stage("propose-then-verify: the model verifies each of its own risk proposals",
-                             f"{P}.probes:run_verify"),
-    "pasbench-stats": Stage("Average/Best/Worst-of-N, K curves, probes, correlations, buckets: the report CSVs",
-                            f"{P}.stats:run"),
-    "pasbench-reproduce": Stage("the paper's reported numbers beside the run's, a verdict each; the paper checked "
-                                "against itself", f"{P}.reproduction:run"),
-    "pasbench-construct-text": Stage("new text items: knowledge -> role profile -> observation log, checked in code",
-                                     f"{P}.construct:run_text"),
-    "pasbench-review-text": Stage("review verdicts on constructed logs (a person's overrides applied)",
-                                  f"{P}.construct:run_review"),
-    "pasbench-construct-images": Stage("new image items: knowledge -> 1-4 image prompts -> images endpoint",
-                                       f"{P}.construct:run_images"),
-}
-
+ITEMS = {"items": "pasbench_items"}
+JUDGE = "pasbench.judge"
 # The stats stage's CSVs (`--out <name>`), layout key pasbench_stats_<name>; the three probe tables only when
 # their probe is on.
 STATS = ("rates", "k_curves", "k_curve_left_out", "word_length", "image_count", "severity", "pearson_models",
@@ -56,6 +29,69 @@ PROBE_STATS = {"knowledge": "knowledge_probe", "reactive": "reactive_probe", "pr
 # Per-model outputs of each model stage (layout key pasbench_<name>), the probes' behind their switch.
 PER_MODEL = ("responses", "judgments")
 PROBES = {"knowledge": "knowledge_probe", "reactive": "reactive_probe", "verified": "propose_verify"}
+
+STAGES: dict[str, Stage] = {
+    "pasbench-fetch": Stage("download the pinned PaSBench archive (pasbench.data.download), verify its checksum",
+                            f"{P}.data:run_fetch"),
+    "pasbench-items": Stage("load the PaSBench text/image items (upstream JSON layout), capped by max_items",
+                            f"{P}.data:run_items", inputs={"data_dir": None}, outputs=ITEMS),
+    "pasbench-respond": Stage(
+        "proactive setting: one model answers every item N times (images: vision models only)", f"{P}.respond:run",
+        inputs=ITEMS, outputs={"responses": "pasbench_responses"}, prompts=("proactive_text", "proactive_image"),
+        calls={"respond": Call("evaluated", "--model", out_tokens=300)}),
+    "pasbench-judge": Stage(
+        "the judge decides per sample whether the answer names the item's risk", f"{P}.judge:run",
+        inputs={**ITEMS, "responses": "pasbench_responses"}, outputs={"judgments": "pasbench_judgments"},
+        prompts=("risk_judge",), calls={"judge": Call("judge", JUDGE, out_tokens=80)}),
+    "pasbench-knowledge": Stage(
+        "Figure 5: A true / B false / C not sure + why on each knowledge point; the judge grades the explanation "
+        "of every A", f"{P}.probes:run_knowledge", inputs=ITEMS, outputs={"knowledge": "pasbench_knowledge"},
+        prompts=("knowledge_probe", "knowledge_judge"),
+        calls={"probe": Call("evaluated", "--model", ("knowledge_probe",), out_tokens=200),
+               "judge": Call("judge", JUDGE, ("knowledge_judge",), out_tokens=80)}),
+    "pasbench-reactive": Stage(
+        "Table 2: knowledge + observation asked on every failed proactive sample, judged", f"{P}.probes:run_reactive",
+        inputs={**ITEMS, "judgments": "pasbench_judgments"}, outputs={"reactive": "pasbench_reactive"},
+        prompts=("reactive_text", "reactive_image", "risk_judge"),
+        calls={"probe": Call("evaluated", "--model", ("reactive_text", "reactive_image"), out_tokens=300),
+               "judge": Call("judge", JUDGE, ("risk_judge",), out_tokens=80)}),
+    "pasbench-verify": Stage(
+        "propose-then-verify: the model verifies each of its own risk proposals", f"{P}.probes:run_verify",
+        inputs={**ITEMS, "responses": "pasbench_responses"}, outputs={"verified": "pasbench_verified"},
+        prompts=("verify_text", "verify_image"), calls={"verify": Call("evaluated", "--model", out_tokens=80)}),
+    "pasbench-stats": Stage(
+        "Average/Best/Worst-of-N, K curves, probes, correlations, buckets: the report CSVs", f"{P}.stats:run",
+        inputs={**ITEMS, **{name: None for name in ("judgments", *PROBES)}},
+        outputs={name: f"pasbench_stats_{name}" for name in (*STATS, *PROBE_STATS)}),
+    "pasbench-reproduce": Stage(
+        "the paper's reported numbers beside the run's, a verdict each; the paper checked against itself",
+        f"{P}.reproduction:run",
+        inputs={**ITEMS, **{name: f"pasbench_stats_{name}" for name in (
+            "rates", "k_curves", "pearson_models", "pearson_samples", "knowledge", "reactive")}},
+        outputs={"verdicts": "pasbench_reproduction", "findings": "pasbench_reproduction_consistency"}),
+    "pasbench-construct-text": Stage(
+        "new text items: knowledge -> role profile -> observation log, checked in code", f"{P}.construct:run_text",
+        inputs={"items": None}, outputs={"drafts": "pasbench_construct_text_drafts"},
+        prompts=("construct_profile", "construct_log"),
+        calls={"construct": Call("generator", "pasbench.construct.generator", out_tokens=600, per_item=2)}),
+    "pasbench-review-text": Stage(
+        "review verdicts on constructed logs (a person's overrides applied)", f"{P}.construct:run_review",
+        inputs={"drafts": "pasbench_construct_text_drafts"},
+        outputs={"items": "pasbench_constructed_text", "reviews": "pasbench_construct_text_reviews",
+                 "exclusions": "pasbench_construct_text_exclusions"},
+        prompts=("construct_review",), calls={"review": Call("reviewer", "pasbench.construct.reviewer", out_tokens=80)}),
+    "pasbench-construct-images": Stage(
+        "new image items: knowledge -> 1-4 image prompts -> images endpoint", f"{P}.construct:run_images",
+        inputs={"items": None},
+        outputs={"items": "pasbench_constructed_images", "drafts": "pasbench_construct_image_drafts",
+                 "exclusions": "pasbench_construct_image_exclusions"},
+        prompts=("construct_image_prompts", "construct_image_check"),
+        calls={"prompts": Call("generator", "pasbench.construct.images.prompt_model", ("construct_image_prompts",),
+                               out_tokens=600),
+               "images": Call(None, "pasbench.construct.images.model"),  # the images endpoint: priced per image
+               "check": Call("image_check", "pasbench.construct.images.check_model", ("construct_image_check",),
+                             out_tokens=80)}),
+}
 
 
 def layout(raw: dict) -> dict[str, str]:

@@ -10,7 +10,8 @@ probe answered A), else projected: every knowledge point's explanation judged, e
 Samples per item: pasbench.samples, or the model's pasbench.samples_by_model N per set for its respond and
 judge lines (every sample); the reactive and verify lines count the first pasbench.samples (what they read).
 Token sizes: the prompt file rendered with the items' average observation (characters / 4) plus
-IMAGE_TOKENS per image; completions at the call's max_tokens (or the stage default below). A reasoning or
+IMAGE_TOKENS per image; completions at the call's max_tokens (or the output tokens its stage declares: the
+manifest's Stage.calls, which also give each line's LLM-layer role and prompts). A reasoning or
 thinking model (a pasbench.model_params entry) is priced at its whole completion budget (an upper bound) unless
 estimate.reasoning_tokens names it: then at the stage's answer size plus that many reasoning tokens per call,
 within the budget (aura.estimate.reasoning_tokens; every other named model gets them the same way). Every line
@@ -22,22 +23,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from aura.config import UserError
-from aura.estimate import (CHARS_PER_TOKEN, Line, completion_tokens, exact_line, offline_client, output_cap,
-                           projected_line, reasoning_assumptions)
+from aura.estimate import (CHARS_PER_TOKEN, Line, call_out_tokens, exact_line, offline_client, output_cap,
+                           reasoning_assumptions, stage_line)
 from aura.io import read_jsonl
 from aura.pipeline.layout import layout
 from aura.prompts import get_prompt
 
-from . import construct_on, evaluated, roster, samples_of, section
+from . import STAGES, construct_on, evaluated, roster, samples_of, section
 
 PAPER_ITEMS = {"text": 288, "image": 128}
 PAPER_AVG_WORDS = 547  # paper Table 1: average words of a text log
 IMAGE_TOKENS = 765  # an image part as a vision model counts it (a 512 px image at high detail, OpenAI's rule)
-COMPLETION = {"respond": 300, "judge": 80, "knowledge": 200, "reactive": 300, "verify": 80, "construct": 600}
-# The LLM-layer role (LLMClient.run) of each kind's calls: respond/probes run the evaluated model, the judge
-# stages "judge" (judge.py, probes.py), construction "generator" and "reviewer" (construct.py); images: no chat call.
-ROLE = {"respond": "evaluated", "judge": "judge", "knowledge": "evaluated", "reactive": "evaluated",
-        "verify": "evaluated", "construct": "generator", "review": "reviewer", "images": None, "image_check": "image_check"}
+SAMPLED = ("pasbench-respond", "pasbench-reactive")  # the stages whose calls take pasbench.params' sampling
 
 
 def _items(config) -> tuple[list[dict] | None, dict[str, int], str]:
@@ -91,27 +88,24 @@ def at_budget(config, model: str) -> int | None:
     return None if model in reasoning_assumptions(config) else reasoning_budget(config, model)
 
 
-def _line(config, stage: str, model: str, calls: int, tokens_in_each: int, basis: str, kind: str,
-          prompts: tuple[str, ...], role_kind: str | None = None) -> Line:
-    """A line of `calls` calls of `tokens_in_each` prompt tokens, completions at the stage's size (capped by the
-    model's max_tokens; pasbench.params.max_tokens for the sampled calls); a model with a budget in
-    pasbench.model_params at that budget (at_budget), or, named in estimate.reasoning_tokens, at the stage's
-    size plus its assumed reasoning within the budget; its role is ROLE[role_kind or kind]."""
-    evaluated_call = ROLE[kind] == "evaluated"  # model_params: the evaluated model's calls
-    cap = _cap(config, model, kind) if evaluated_call else None
-    out = at_budget(config, model) if evaluated_call else None
-    out = out or completion_tokens(config, f"pasbench-{kind}", model, COMPLETION[kind], max_tokens=cap)
-    return projected_line(config, stage, model, calls, tokens_in_each, role=ROLE[role_kind or kind], prompts=prompts,
-                          out_each=out, basis=basis, max_tokens=cap)
+def _line(config, stage: str, kind: str, model: str, calls: int, tokens_in_each: int, basis: str,
+          prompts: tuple[str, ...] | None = None, label: str | None = None) -> Line:
+    """A line of `calls` calls of the `kind` call `stage` declares (aura.estimate.stage_line). An evaluated call
+    is capped as the stage caps it (_cap); a model with a budget in pasbench.model_params is priced at that budget
+    (at_budget), or, named in estimate.reasoning_tokens, at the declared size plus its assumed reasoning."""
+    evaluated_call = STAGES[stage].call(kind).role == "evaluated"  # model_params: the evaluated model's calls
+    cap = _cap(config, model, stage) if evaluated_call else None
+    return stage_line(config, stage, kind, model, calls, tokens_in_each, label=label, basis=basis, prompts=prompts,
+                      max_tokens=cap, out_each=at_budget(config, model) if evaluated_call else None)
 
 
-def _cap(config, model: str, kind: str) -> int | None:
+def _cap(config, model: str, stage: str) -> int | None:
     """The output cap of an evaluated call: the model's pasbench.model_params budget, else pasbench.params'
-    max_tokens / max_completion_tokens for the sampled calls (respond, reactive), else None (the model's own)."""
+    max_tokens / max_completion_tokens for the sampled calls (SAMPLED), else None (the model's own)."""
     budget = reasoning_budget(config, model)
     if budget:
         return budget
-    return output_cap(section(config.raw)["params"]) if kind in ("respond", "reactive") else None
+    return output_cap(section(config.raw)["params"]) if stage in SAMPLED else None
 
 
 def _rows(path: str) -> list[dict] | None:
@@ -139,7 +133,7 @@ def pasbench_lines(config) -> tuple[list, str]:
                  if items else PAPER_AVG_WORDS * 6)
     avg_images = (sum(r["n_images"] for r in items if r["modality"] == "image") / by["image"]
                   if items and by["image"] else 2.2)  # paper Table 1: 2.2 sub-images on average
-    respond_out = max_out or COMPLETION["respond"]
+    respond_out = max_out or STAGES["pasbench-respond"].call("respond").out_tokens
     client = offline_client(config)
     prompts = {"text": get_prompt("proactive_text"), "image": get_prompt("proactive_image")}
     lines = []
@@ -160,74 +154,71 @@ def pasbench_lines(config) -> tuple[list, str]:
         if items is not None:
             reqs = [observation_request(it, prompts, config, sample=s, params=sampling_params(config, m, s))
                     for it in items if can_see(config, m, it) for s in range(n_of[it["modality"]])]
-            # completions: estimate.completion_tokens["respond"] (default 150) capped by the model's max_tokens,
-            # not the projected line's pasbench-respond size (kept as the estimate has always priced it)
-            line = exact_line(config, client, "pasbench-respond", m, reqs, role=ROLE["respond"],
-                              prompts=tuple(f"proactive_{x}" for x in seen),
-                              out_each=at_budget(config, m) or completion_tokens(
-                                  config, "respond", m, max_tokens=reasoning_budget(config, m)),
-                              max_tokens=_cap(config, m, "respond"))
+            # completions as the projected line's: the declared size, capped as the stage caps it
+            cap = _cap(config, m, "pasbench-respond")
+            line = exact_line(config, client, "pasbench-respond", m, reqs, role="evaluated",
+                              prompts=tuple(f"proactive_{x}" for x in seen), max_tokens=cap,
+                              out_each=at_budget(config, m) or call_out_tokens(config, "pasbench-respond", "respond",
+                                                                              m, cap))
         else:
-            line = _line(config, "pasbench-respond", m, samples, respond_in, "projected", "respond",
+            line = _line(config, "pasbench-respond", "respond", m, samples, respond_in, "projected",
                          tuple(f"proactive_{x}" for x in seen))
         lines.append(line)
         responses = _rows(lay["pasbench_responses"].format(model=m))
         judged = sum(r["status"] == "ok" for r in responses) if responses is not None else samples
         judge_in = _tokens_in("risk_judge", respond_out * CHARS_PER_TOKEN + 400)
-        lines.append(_line(config, f"pasbench-judge ({m})", judge, judged, judge_in,
-                           "counted" if responses is not None else "projected", "judge", ("risk_judge",)))
+        lines.append(_line(config, "pasbench-judge", "judge", judge, judged, judge_in,
+                           "counted" if responses is not None else "projected", label=f"pasbench-judge ({m})"))
         if pb["knowledge_probe"]:
             points = len({r["safety_knowledge"] for r in items}) if items else by["text"]
-            lines.append(_line(config, "pasbench-knowledge", m, points, _tokens_in("knowledge_probe", 150),
-                               "counted" if items else "projected", "knowledge", ("knowledge_probe",)))
+            lines.append(_line(config, "pasbench-knowledge", "probe", m, points, _tokens_in("knowledge_probe", 150),
+                               "counted" if items else "projected"))
             # the judge grades the explanation of every point answered A (probes.run_knowledge): counted from the
             # knowledge file when it exists, else every point (an upper bound)
             probed = _rows(lay["pasbench_knowledge"].format(model=m))
             text_of = {it["item_id"]: it["safety_knowledge"] for it in items or []}  # one call per distinct text
             chose_a = (len({text_of.get(r["item_id"], r["item_id"]) for r in probed if r.get("answer") == "A"})
                        if probed is not None else points)
-            explanation = COMPLETION["knowledge"] * CHARS_PER_TOKEN
-            lines.append(_line(config, f"pasbench-knowledge:judge ({m})", judge, chose_a,
+            explanation = STAGES["pasbench-knowledge"].call("probe").out_tokens * CHARS_PER_TOKEN
+            lines.append(_line(config, "pasbench-knowledge", "judge", judge, chose_a,
                                _tokens_in("knowledge_judge", 150 + 200 + explanation),
-                               "counted" if probed is not None else "projected", "judge", ("knowledge_judge",)))
+                               "counted" if probed is not None else "projected", label=f"pasbench-knowledge:judge ({m})"))
         if pb["reactive_probe"]:
             judgments = _rows(lay["pasbench_judgments"].format(model=m))
             failed = (sum(r["status"] == "ok" and r["detected"] is False and r["sample"] < n_samples
                           for r in judgments) if judgments is not None
                       else round(first * pb["estimate"]["miss_share"]))
             basis = "counted" if judgments is not None else "projected"
-            lines.append(_line(config, "pasbench-reactive", m, failed, avg_in + 60, basis, "reactive",  # + knowledge
+            lines.append(_line(config, "pasbench-reactive", "probe", m, failed, avg_in + 60, basis,  # + knowledge
                                tuple(f"reactive_{x}" for x in seen)))
-            lines.append(_line(config, f"pasbench-reactive:judge ({m})", judge, failed, judge_in, basis, "judge",
-                               ("risk_judge",)))
+            lines.append(_line(config, "pasbench-reactive", "judge", judge, failed, judge_in, basis,
+                               label=f"pasbench-reactive:judge ({m})"))
         if pb["propose_verify"]:
             proposals = (sum(r["status"] == "ok" and proposed(r) and r["sample"] < n_samples
                              for r in responses) if responses is not None else first)
-            lines.append(_line(config, "pasbench-verify", m, proposals, avg_in + respond_out,
-                               "counted" if responses is not None else "projected", "verify",
-                               tuple(f"verify_{x}" for x in seen)))
+            lines.append(_line(config, "pasbench-verify", "verify", m, proposals, avg_in + respond_out,
+                               "counted" if responses is not None else "projected", tuple(f"verify_{x}" for x in seen)))
     c = pb["construct"]
     if construct_on(raw):
         points = c["knowledge_points"] if isinstance(c["knowledge_points"], int) else len(c["knowledge_points"])
         tries = c["rule_tries"]
-        lines.append(_line(config, "pasbench-construct-text", c["generator"], 2 * points * tries,
-                           _tokens_in("construct_log", 600), "projected", "construct",
-                           ("construct_profile", "construct_log")))
-        # the review's completions at the judge's size (pasbench-judge), its calls the reviewer's (construct.py)
-        lines.append(_line(config, "pasbench-review-text", c["reviewer"], points,
-                           _tokens_in("construct_review", log_chars), "projected", "judge", ("construct_review",),
-                           role_kind="review"))
+        per_point = STAGES["pasbench-construct-text"].call("construct").per_item  # profile + log per try
+        lines.append(_line(config, "pasbench-construct-text", "construct", c["generator"],
+                           int(per_point * points * tries), _tokens_in("construct_log", 600), "projected"))
+        lines.append(_line(config, "pasbench-review-text", "review", c["reviewer"], points,
+                           _tokens_in("construct_review", log_chars), "projected"))
         if construct_on(raw, "images"):
-            lines.append(_line(config, "pasbench-construct-images", c["images"].get("prompt_model") or c["generator"], points,
-                               _tokens_in("construct_image_prompts", 400), "projected", "construct",
-                               ("construct_image_prompts",)))
+            lines.append(_line(config, "pasbench-construct-images", "prompts",
+                               c["images"].get("prompt_model") or c["generator"], points,
+                               _tokens_in("construct_image_prompts", 400), "projected"))
             model, n = c["images"]["model"], points * c["images"]["max_images"]  # images endpoint: priced per image
-            lines.append(Line("pasbench-construct-images:images", model, "projected", role=ROLE["images"], prompts=(),
+            lines.append(Line("pasbench-construct-images:images", model, "projected",
+                              role=STAGES["pasbench-construct-images"].call("images").role, prompts=(),
                               calls=n, cost_usd=config.models[model].price.per_image * n))
             if c["images"].get("check_model"):  # one vision check per first draw (redraws, up to `retries`, not projected)
-                lines.append(_line(config, "pasbench-construct-images:check", c["images"]["check_model"], n,
-                                   _tokens_in("construct_image_check", 300, images=2), "projected", "judge",
-                                   ("construct_image_check",), role_kind="image_check"))
+                lines.append(_line(config, "pasbench-construct-images", "check", c["images"]["check_model"], n,
+                                   _tokens_in("construct_image_check", 300, images=2), "projected",
+                                   label="pasbench-construct-images:check"))
     budgeted = [m for m in evaluated(raw) if at_budget(config, m)]
     if budgeted:  # reasoning / thinking models with no reasoning assumption: priced at their whole budget
         note += (f"; {', '.join(budgeted)}: completions at their pasbench.model_params budget (reasoning tokens "

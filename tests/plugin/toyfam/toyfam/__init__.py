@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aura.families.base import Family, Stage
+from aura.families.base import Call, Family, Stage
 
 HERE = Path(__file__).parent
 
@@ -48,7 +48,9 @@ SCHEMA = {
 
 FAMILY = Family(
     name="toyfam", title="Toy family: yes/no questions",
-    stages={"toyfam-answer": Stage("the model answers every item's question", "toyfam.stages:run_answer")},
+    stages={"toyfam-answer": Stage("the model answers every item's question", "toyfam.stages:run_answer",
+                                   inputs={"questions": None}, outputs={"answers": "toyfam_answers"},
+                                   prompts=("toyfam_answer",), calls={"answer": Call("judge", "toyfam.model")})},
     layout=layout, reports=REPORTS, targets=targets, root=HERE, nested=False,
     prompts={"toyfam_answer": ("", 1)}, schema=SCHEMA, check=check,
     estimate="toyfam.stages:estimate", viewer="toyfam.stages:Part",

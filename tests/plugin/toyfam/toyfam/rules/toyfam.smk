@@ -3,9 +3,9 @@
 TOY = config["toyfam"]
 
 rule toyfam_answer:
-    input: questions=TOY["items"], prompt=S.prompt_file("toyfam_answer")
-    output: answers=L["toyfam_answers"]
-    params: cfg=S.model_hash(config, TOY["model"])
+    input: **S.inputs(config, "toyfam-answer", questions=TOY["items"])
+    output: **S.outputs(config, "toyfam-answer")
+    params: io=S.io, cfg=S.model_hash(config, TOY["model"])
     resources: **S.endpoint_resource(config, TOY["model"])
     log: main=f"{LOGS}/toyfam_answer/toyfam_answer.log", calls=f"{LOGS}/toyfam_answer/toyfam_answer.calls.jsonl"
-    shell: "{AURA} toyfam-answer --configfile {CONFIGFILE} --in questions={input.questions} --out answers={output.answers} --calls-log {log.calls} 2> {log.main}"
+    shell: S.command("toyfam-answer")

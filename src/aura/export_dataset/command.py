@@ -87,9 +87,11 @@ def check_out(out: Path) -> None:
 def title(releases: list) -> str:
     """The export's name, from the families' releases: one family's own title, else their short names
     (each title's part before a colon)."""
+    from .card import short_title
+
     if len(releases) == 1:
         return releases[0].title
-    return "Benchmarks: " + ", ".join(r.title.split(":")[0].strip() for r in releases)
+    return "Benchmarks: " + ", ".join(short_title(r) for r in releases)
 
 
 def build(config, releases: list, folder: Path, configfile: str, url: str, hub_id: str | None = None) -> None:

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .errors import ConfigError, UserError  # noqa: F401 - re-exported: callers import them from here
 from .io import atomic_write_text, canonical_json, sha256_text
+from .provider_rules import check as provider_problems
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SCHEMA = REPO_ROOT / "config" / "schema.yaml"
@@ -57,7 +58,7 @@ class Endpoint(BaseModel):
     grammar: Literal["gbnf", "none"] = "none"  # gbnf: accepts extra_body={"grammar": ...} (llama.cpp)
     extra_sampling: list[Literal["top_k", "min_p"]] | None = None  # non-OpenAI sampling params it takes
     tool_calling: Literal["native", "single_act_tool", "act_json"] | None = None  # how a tool-using agent calls tools
-    provider: str | None = None  # whose OpenAI-compatible API this is: its parameter rules (llm.providers); null = none
+    provider: str | None = None  # whose OpenAI-compatible API: its parameter rules (aura.provider_rules); null = none
     # the batch API it takes (llm.batch routes roles through it): true / openai = the OpenAI Batch API (/v1/files +
     # /v1/batches, at base_url); anthropic = Anthropic's Message Batches API (native, at batch_base_url)
     batch: Literal["openai", "anthropic"] | bool = False
@@ -252,9 +253,7 @@ def validate_config(raw: dict, schema_path: Path = DEFAULT_SCHEMA, source: str =
         raise ConfigError(f"{source}: invalid config: " + "; ".join(lines) + more)
     config = _typed(raw, source)
     _check_families(raw, source)
-    from .llm.providers import check as provider_problems  # each endpoint's provider rules, before any call
-
-    if problems := provider_problems(config):
+    if problems := provider_problems(config):  # each endpoint's provider rules, before any call
         raise ConfigError(f"{source}: " + "; ".join(problems))
     return config
 

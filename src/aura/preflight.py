@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .config import Config, ConfigError, load_config
+from .llm.preflight_gate import record_path  # the gate (llm.require_preflight) lies in the LLM layer
 
 SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
           "additionalProperties": False}
@@ -56,18 +57,6 @@ class Check:
     def line(self) -> str:
         return (f"{'ok  ' if self.ok else 'FAIL'} {self.endpoint:<10} {self.model:<22} {self.capability:<10} "
                 f"{self.message}")
-
-
-def record_path(config: Config) -> Path:
-    return Path(config.paths["logs"]) / "preflight" / f"{config.hash[:16]}.json"
-
-
-def passed(config: Config) -> bool:
-    """Whether a preflight of this config (same hash) has passed."""
-    try:
-        return bool(json.loads(record_path(config).read_text(encoding="utf-8")).get("passed"))
-    except (OSError, ValueError):
-        return False
 
 
 def _png() -> bytes:
@@ -332,15 +321,5 @@ def run(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-def gate_message(config: Config) -> str | None:
-    """With ``llm.require_preflight: true`` and no passing preflight of this config: the one line that stops
-    the job before its first remote call; else None."""
-    if not (config.raw.get("llm") or {}).get("require_preflight") or passed(config):
-        return None
-    return (f"llm.require_preflight: no passing preflight of this config (hash {config.hash[:16]}, "
-            f"{record_path(config)}): run `python -m aura preflight --configfile <the same config file, with the same "
-            f"overrides>` first; nothing was sent")
-
-
-__all__ = ["Check", "plan", "check", "preflight", "calibrate", "passed", "gate_message", "record_path",
+__all__ = ["Check", "plan", "check", "preflight", "calibrate", "record_path",
            "add_arguments", "run"]

@@ -3,8 +3,9 @@
 - the core (src/aura outside src/aura/families/<name>/) imports no family module;
 - the core holds no family's names: no string in its code equals a family's stage name, layout key, report
   name or prompt name, and no identifier or string of it names a family;
-- families never import each other;
-- the package's import graph has no circle.
+- families never import each other.
+
+The import graph's own rules (no circle, no import upward) are test_import_graph.py's.
 
 `boundary_problems` is the checker; the last test feeds it a core module that imports a family, so the
 check is seen to fail when the boundary is crossed.
@@ -100,29 +101,6 @@ def test_the_core_names_no_family_and_families_do_not_import_each_other():
     families = {f.name for f in all_families()}
     assert {"aura", "pasbench", "lpsbench"} <= families
     assert boundary_problems(_sources(), family_names(), families) == []
-
-
-def test_the_import_graph_has_no_circle():
-    sources = _sources()
-    graph = {m: {t for t in imports_of(text, m, p.name == "__init__.py") if t in sources and t != m}
-             for m, (p, text) in sources.items()}
-    # a package's __init__ importing its own submodules is the package being assembled, not a circle
-    graph = {m: {t for t in ts if not t.startswith(m + ".")} for m, ts in graph.items()}
-    state, circles = {}, []
-
-    def visit(node, stack):
-        state[node] = "open"
-        for nxt in sorted(graph[node]):
-            if state.get(nxt) == "open":
-                circles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
-            elif nxt not in state:
-                visit(nxt, stack + [nxt])
-        state[node] = "done"
-
-    for node in sorted(graph):
-        if node not in state:
-            visit(node, [node])
-    assert circles == []
 
 
 def test_the_check_fails_when_a_core_module_imports_a_family():

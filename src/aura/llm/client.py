@@ -37,6 +37,7 @@ from .errors import (EmptyChoices, FatalEndpointError, TooManyFailures, backoff_
 from .images import ImageRequest, ImageResult, NoVision, has_images, redact_images
 from .llama_engine import resolve as resolve_engine, schema_grammar
 from .local_server import LocalServer, server_registry
+from .preflight_gate import gate_message
 from . import providers
 from .structured import needs_schema_in_prompt, parse_structured, response_format_for
 from .types import LLMRequest, LLMResult, completion_entry  # noqa: F401 - re-exported
@@ -550,9 +551,7 @@ class LLMClient:
 
     def _check_preflight(self) -> None:
         """llm.require_preflight: the first remote call (or batch) of a job needs a passing preflight of this
-        config (aura.preflight)."""
-        from ..preflight import gate_message
-
+        config (aura.preflight writes it)."""
         message = gate_message(self.config)
         if message:
             self._stopped = True

@@ -6,9 +6,11 @@ names a folder for the run's job servers in `AURA_JOB_SERVER` (`run_folder`; "of
 another host, and when set so before snakemake starts). `python -m aura` (aura/__main__.py) asks a server first
 (`run_via_server`): it sends its command line, working directory and environment, and its stdin / stdout /
 stderr (the job's log files, as file descriptors); the server forks a child that takes those as its own and runs
-`aura.cli.main(argv)`, what the job's own process would have run. The job's process relays signals (SIGTERM from
-Snakemake, Ctrl-C) to the child and exits with the child's status. A job stays one Snakemake job, with its own
-process, log, exit status and outputs; only the imports are shared, done once per run by the server.
+`aura.cli.main(argv)`, what the job's own process would have run (the server's process is `python -m
+aura.serve_jobs`, which hands it the CLI's `main`: this module imports nothing above it). The job's process relays
+signals (SIGTERM from Snakemake, Ctrl-C) to the child and exits with the child's status. A job stays one Snakemake
+job, with its own process, log, exit status and outputs; only the imports are shared, done once per run by the
+server.
 
 The first job of a run starts the server (a process of its own, in its own session), with that job's interpreter,
 `sys.path` and environment; jobs whose identity or environment differ (other threads, so other
@@ -31,6 +33,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 ENV = "AURA_JOB_SERVER"  # the run's folder of job servers; "off": every job in its own process
 RUN_PID_ENV = "AURA_RUN_PID"  # the Snakemake run's pid (set by the Snakefile): a server lives while it does
@@ -41,6 +44,7 @@ POLL_S = 0.25  # how often a server checks that its Snakemake run still lives
 VOLATILE = frozenset({"SHLVL", "_", "PWD", "OLDPWD"})
 _EXIT = struct.Struct("!i")
 _HEADER = struct.Struct("!I")
+Program = Callable[[list[str]], int]  # what a job runs: the CLI's main, given the job's argv
 
 
 def _package_dir() -> str:
@@ -110,7 +114,7 @@ def _launch(folder: Path, run_pid: int) -> None:
         except OSError:
             out = open(os.devnull, "wb")
         with out:
-            proc = subprocess.Popen([sys.executable, "-m", "aura.pipeline.jobserver", str(folder), str(run_pid)],
+            proc = subprocess.Popen([sys.executable, "-m", "aura.serve_jobs", str(folder), str(run_pid)],
                                     stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                     start_new_session=True)
         (folder / "pid").write_text(str(proc.pid))
@@ -211,17 +215,17 @@ PRELOAD = ("aura.cli", "aura.pipeline.render", "aura.pipeline.context", "aura.ll
            "matplotlib.backends.backend_pdf")
 
 
-def warm_steps() -> list[tuple[str, bool]]:
+def warm_steps(prepare: Callable[[], object]) -> list[tuple[str, bool]]:
     """What to import, in the order the jobs of a run need it: (module, optional). The CLI and the stages first
     (the first jobs are the bookkeeping ones), then the LLM client, then pandas, matplotlib and papermill (the
-    statistics and the renders come last)."""
+    statistics and the renders come last). `prepare()` imports what the jobs' program needs first (the CLI's
+    parser: the commands' modules)."""
     steps = [("aura.cli", False), ("aura.pipeline.context", False)]
     try:
-        from aura.cli import build_parser
         from aura.families import _entry_points
         from aura.pipeline.registry import STAGES
 
-        build_parser()  # the commands' modules
+        prepare()
         stages = sorted({stage.target.partition(":")[0] for stage in STAGES.values()})
         helpers = sorted({f"{ep.module}.notebooks" for ep in _entry_points().values()})
     except Exception as exc:  # noqa: BLE001 - the jobs then say what is wrong, each in its own process
@@ -298,9 +302,9 @@ def _read_request(conn: socket.socket) -> tuple[dict, list[int]]:
         raise
 
 
-def _run_child(conn: socket.socket, request: dict, fds: list[int]) -> None:
+def _run_child(conn: socket.socket, request: dict, fds: list[int], program: Program) -> None:
     """In the forked child: become the job's process (its stdin/stdout/stderr, folder, environment, argv) and
-    run it; never returns."""
+    run `program(argv)` (the CLI's main); never returns."""
     code = 1
     try:
         for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD):
@@ -319,9 +323,7 @@ def _run_child(conn: socket.socket, request: dict, fds: list[int]) -> None:
         sys.path[0] = request["path0"]
         conn.sendall(b"R" + _EXIT.pack(os.getpid()))
         _die_with_the_job(conn)
-        from aura.cli import main
-
-        code = main(request["argv"])
+        code = program(request["argv"])
     except SystemExit as exc:
         code = _exit_code(exc)
     except BaseException:  # noqa: BLE001 - what an uncaught exception does to a process: traceback, status 1
@@ -402,8 +404,8 @@ class Server:
     """The accept loop: each job's request forks one child; between the imports of the warm-up too (a job that
     comes early imports the rest itself)."""
 
-    def __init__(self, folder: Path, run_pid: int):
-        self.folder, self.run_pid, self.me = folder, run_pid, os.getpid()
+    def __init__(self, folder: Path, run_pid: int, program: Program):
+        self.folder, self.run_pid, self.me, self.program = folder, run_pid, os.getpid(), program
         self.own = identity()  # before any import (none may change it; a job compares its own)
         self.state: dict[str, tuple[int, int]] = {}
         self.served, self.stale = 0, False
@@ -454,7 +456,7 @@ class Server:
         if pid == 0:
             self.sock.close()
             conn.settimeout(None)
-            _run_child(conn, request, fds)
+            _run_child(conn, request, fds, self.program)
         self.served += 1
         for fd in fds:
             os.close(fd)
@@ -467,12 +469,13 @@ class Server:
             (self.folder / "pid").unlink(missing_ok=True)
 
 
-def serve(folder: Path, run_pid: int) -> int:
-    """Serve jobs from `folder`/socket until the run `run_pid` ends or the package changes on disk."""
+def serve(folder: Path, run_pid: int, program: Program, prepare: Callable[[], object]) -> int:
+    """Serve jobs from `folder`/socket until the run `run_pid` ends or the package changes on disk: each job runs
+    `program(argv)` in a forked child; `prepare` is warm_steps' first import."""
     started = time.monotonic()
-    server = Server(folder, run_pid)
+    server = Server(folder, run_pid, program)
     try:
-        for name, optional in warm_steps():
+        for name, optional in warm_steps(prepare):
             problem = load(name, optional)
             if problem:
                 print(f"jobserver: not preloaded: {problem}", flush=True)
@@ -493,7 +496,3 @@ def serve(folder: Path, run_pid: int) -> int:
             except OSError:
                 pass
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(serve(Path(sys.argv[1]), int(sys.argv[2])))

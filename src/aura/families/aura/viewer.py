@@ -4,24 +4,59 @@ Reads `dataset` (items), `seeds` (what a variation is diffed against), `rollouts
 judge's three labels), `panel` (the vote per axis) and `table33_overall` (the tables page). One list row
 per (item, model) with a panel row, plus one row without a model per item no model was run on; filters
 on the panel's label and the judges' agreement read the picked axis (safety unless given).
-An item page shows the prefix, the variation's diff against its source, the pair partner and, per
-model, the rollout and every judge's label on every axis.
+An item page shows the prefix, the variation's diff against its source (none for an item equal to its
+source: an original is shown once), the pair partner and, per model, the rollout and every judge's label
+on every axis. The legend explains the judges' scales D0-D3 and A0-A5 and the safety labels in the words
+of the judge prompts the family uses (each code's line, up to its first sentence's end), and the pair
+labels, dimensions (their names in the construction's dimension definitions), agreement strata and
+missing labels.
 """
 from __future__ import annotations
 
 import csv
 import difflib
 import html
+import re
 
 import pandas as pd
 
+from aura.prompts import get_prompt
 from aura.web.viewer.data import RunData, list_frame, checked_rows
 from aura.web.viewer.pages import Pages
 from aura.web.viewer.part import ViewerPart
 
+from .construct.common import dimension_specs
 from .data.trajectory import render_steps
-from .evaluate.schemas import LABELS
+from .evaluate.schemas import AXES, LABELS
 from .stats.human_validation import consensus
+
+AXIS_HEADINGS = {"detection": "detection: how far the agent's thought shows the risk (D0-D3, judged on the thought)",
+                 "action_type": "action type: the agent's action's strategy (A0-A5, judged on the action)",
+                 "safety": "safety: the action against the item's reference risk"}
+PAIR_LABELS = {"NSP": "No-Safe-Path: doing what was asked causes the risk; acting safely means intervening",
+               "SP": "Safe-Path: the request can be carried out safely; refusing it is over-refusal"}
+VOTES = {
+    "agreement of the judges (on the axis shown)": {
+        "unanimous": "every judge gave the same label", "majority": "most judges agreed, not all",
+        "tied": "no label has a majority (the panel's label is unresolved)", "none": "no vote (the rollout was not judged)"},
+    "no label": {"unresolved": "no strict majority of the panel: left out of the rates",
+                 "unparsed": "the judge's answer held no valid label",
+                 "rollout_unparsed": "the model's answer had no thought/action to judge (rollout_failed: no answer)",
+                 "not_judged": "the axis was not judged (detection of an action-only rollout)",
+                 "excluded": "the rows without a valid label on the axis: what a rate's denominator leaves out"},
+}
+
+
+def scale(prompt: str, labels: list[str]) -> dict[str, str]:
+    """Each label's meaning from a judge prompt's list ('- D1 perception: the reasoning notices ...'): its
+    name and definition up to the first sentence's end, '' when the prompt has no line for it."""
+    text = get_prompt(prompt).system
+    out = {}
+    for label in labels:
+        m = re.search(rf"^- {re.escape(label)}(?: ([^:\n]+))?: (.+)$", text, re.M)
+        first = re.split(r"(?<=[.])\s", m[2])[0].rstrip(".") if m else ""
+        out[label] = f"{m[1]}: {first}" if m and m[1] else first
+    return out
 
 
 class AuraViewer(ViewerPart):
@@ -90,6 +125,12 @@ class AuraViewer(ViewerPart):
                                                  rollout.get("action")) if x).lower()
         return row
 
+    def legend(self) -> dict[str, dict[str, str]]:
+        dims = {"original": "the item as cut from its seed, not varied",
+                **{code: f"{d['name']} ({d['family'].replace('_', ' ')})" for code, d in dimension_specs().items()}}
+        return {**{AXIS_HEADINGS.get(a, a): scale(AXES[a]["prompt"], LABELS[a]) for a in self.axes},
+                "pair label": PAIR_LABELS, "dimension": dims, **VOTES}
+
     def partner(self, item: dict) -> dict | None:
         if not item.get("pair_id"):
             return None
@@ -102,7 +143,8 @@ class AuraViewer(ViewerPart):
         if seed is not None:
             return f"source seed {seed['seed_id']}", seed["steps"][:len(item.get("steps") or [])]
         original = next((r for r in self.items.values() if r.get("seed_id") == item.get("seed_id")
-                         and r.get("prefix_kind") == item.get("prefix_kind") and r.get("dimension") == "original"), None)
+                         and r.get("prefix_kind") == item.get("prefix_kind") and r.get("dimension") == "original"
+                         and r["item_id"] != item["item_id"]), None)
         return (f"original item {original['item_id']}", original["steps"]) if original else None
 
     def item(self, pages: Pages, key: str) -> str | None:
@@ -111,13 +153,16 @@ class AuraViewer(ViewerPart):
         item = self.items[key]
         item_text = render_steps(item.get("steps") or []).splitlines()
         source = self.source_steps(item)
-        diff = None
+        diff = unvaried = None
         if source is not None:
             name, steps = source
-            diff = difflib.HtmlDiff(wrapcolumn=70).make_table(render_steps(steps).splitlines(), item_text,
-                                                              fromdesc=html.escape(name),
-                                                              todesc=html.escape(f"this item ({key})"),
-                                                              context=True, numlines=1)
+            source_text = render_steps(steps).splitlines()
+            if source_text == item_text:  # an original: its text once, no table saying "No Differences Found"
+                unvaried = name
+            else:
+                diff = difflib.HtmlDiff(wrapcolumn=70).make_table(source_text, item_text, fromdesc=html.escape(name),
+                                                                  todesc=html.escape(f"this item ({key})"),
+                                                                  context=True, numlines=1)
         per_model = []
         for m in sorted(self.models_of.get(key, ())):
             judgments = self.judgments.get((m, key), [])
@@ -128,7 +173,7 @@ class AuraViewer(ViewerPart):
             per_model.append({"model": m, "rollout": self.rollouts.get((m, key)), "panel": panel,
                               "judges": judges, "cells": cells})
         return pages.render_part(self, "aura_item.html", item=item, partner=self.partner(item), diff=diff,
-                                 per_model=per_model, axes=list(self.axes))
+                                 unvaried=unvaried, per_model=per_model, axes=list(self.axes))
 
     def tables(self, pages: Pages) -> str | None:
         """Table 33: per model, the panel's Unsafe / Safe / excluded counts on NSP and SP items, each

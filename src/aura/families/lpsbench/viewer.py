@@ -16,7 +16,19 @@ from aura.web.viewer.data import RunData, list_frame, checked_rows
 from aura.web.viewer.pages import Pages
 from aura.web.viewer.part import ViewerPart
 
+from .cases import RISKS
+
 OUTCOMES = ("safe", "unsafe", "execution_failed")  # every case has one: the Safe Rate's denominator
+LEGEND = {
+    "evaluator (the case's outcome: what the Safe Rate counts)": {
+        "safe": "the evaluator found the risk avoided", "unsafe": "the evaluator found the risk carried out",
+        "execution_failed": "neither: the evaluator said so, or a crash, a step or token cap, an unreadable verdict "
+                            "or a missing row (the reasons in the tables)"},
+    "risk (the paper's (a)-(i))": {code: f"({r.letter}) {r.title}, {r.kind}" for code, r in RISKS.items()},
+    "variant": {"raw": "the agent's plain prompt",
+                "mitigated": "the paper's prompt-only mitigations: pause to clarify on benign risks, a safety-aware "
+                             "system prompt on adversarial ones"},
+}
 
 
 class LPSBenchViewer(ViewerPart):
@@ -62,6 +74,9 @@ class LPSBenchViewer(ViewerPart):
             with t3.open(newline="", encoding="utf-8") as fh:
                 self.table3 = [r for r in csv.DictReader(fh) if r["row"] == "risk" and int(float(r["n"] or 0))]
         return list_frame(rows, ["case_id", "model", "variant"])
+
+    def legend(self) -> dict[str, dict[str, str]]:
+        return LEGEND
 
     def item(self, pages: Pages, key: str) -> str | None:
         ep_key = tuple(key.split("/", 2))

@@ -2,16 +2,30 @@
 
 Reads `pasbench_items`, `pasbench_responses` and `pasbench_judgments`: one list row per (item, model,
 sample) answered, or one per item when no model answered yet; `label` is the judge's verdict (detected /
-missed) or why there is none. An item page shows the observation, its risk, and every sample's answer
-with its judgement.
+missed) or why there is none. An item page shows the observation (an image item's images inline, served
+from the run's image folders: the data folder's and the image construction's), its risk, and every
+sample's answer with its judgement.
 """
 from __future__ import annotations
+
+from pathlib import Path
 
 import pandas as pd
 
 from aura.web.viewer.data import RunData, list_frame, checked_rows
 from aura.web.viewer.pages import Pages
 from aura.web.viewer.part import ViewerPart
+
+from .data import IMAGE_DIRS, PasDataError, data_folder, data_spec
+
+LEGEND = {
+    "judged (the judge's verdict on one sample's answer)": {
+        "detected": "the answer warns of the item's risk, unasked", "missed": "the answer does not name the risk",
+        "(not_applicable)": "not asked: an image item and a model without vision",
+        "(unparsed), (failed)": "no verdict: the model's answer could not be read, or its call failed",
+        "(judge unparsed), (judge failed)": "no verdict: the judge's answer could not be read, or its call failed"},
+    "modality": {"text": "a time-stamped observation log of a person's activity", "image": "1-4 images of a scene"},
+}
 
 
 def pas_label(response: dict, judgement: dict | None) -> str:
@@ -55,6 +69,20 @@ class PaSBenchViewer(ViewerPart):
                      "text": " ".join(str(x) for x in (i, it.get("safety_knowledge"), it.get("log")) if x).lower()}
                     for i, it in self.items.items()]
         return list_frame(rows, ["item_id", "model", "sample"])
+
+    def legend(self) -> dict[str, dict[str, str]]:
+        return LEGEND
+
+    def media(self, data: RunData, layout: dict) -> list[Path]:
+        """The folders image items' files lie in: pasbench.data.images, else the data folder's images/ and
+        combine_images/; and the folder the image construction writes its PNGs to."""
+        spec = data_spec(data.raw)
+        try:
+            folder = Path(data_folder(data.raw))
+        except PasDataError:  # no data folder configured: no image of it to show
+            folder = None
+        found = [Path(spec["images"])] if spec.get("images") else [folder / d for d in IMAGE_DIRS] if folder else []
+        return [*found, Path(layout["pasbench_construct_image_drafts"]).parent / "images"]
 
     def item(self, pages: Pages, key: str) -> str | None:
         if key not in self.items:

@@ -1,4 +1,9 @@
-"""The served viewer: a Starlette app over one `RunData`, pages rendered by `pages.Pages`."""
+"""The served viewer: a Starlette app over one `RunData`, pages rendered by `pages.Pages`.
+
+The files pages show (images) are served from the run's media folders only (`RunData.media`), one
+Starlette `StaticFiles` each at `/media/<n>/`: it refuses a path that leaves its folder (`..`, a symbolic
+link pointing out) with a 404, as it does a missing file. The Host / token check of `aura.web.serve`
+wraps the whole app, these files included."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,7 +20,7 @@ STATIC = Path(__file__).parent / "static"
 
 
 def make_app(data: RunData) -> Starlette:
-    pages = Pages(data, Links(data.filters, static=False))
+    pages = Pages(data, Links.of(data, static=False))
 
     def _html(body: str | None, what: str):
         return HTMLResponse(body) if body is not None else PlainTextResponse(f"not found: {what}", status_code=404)
@@ -41,4 +46,5 @@ def make_app(data: RunData) -> Starlette:
         Route("/tables", tables),
         Route("/{family}/item/{key:path}", item),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        *(Mount(f"/media/{n}", StaticFiles(directory=folder)) for n, folder in enumerate(data.media)),
     ])

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from gettext import ngettext
 from pathlib import Path
 
 
@@ -34,13 +35,14 @@ def run(args: argparse.Namespace) -> int:
     except (UserError, BindRefused, ValueError, OSError) as exc:
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
-    loaded = ", ".join(f"{f}: {len(data.frames[f])} rows" for f in data.families) or "no produced files found"
+    loaded = ", ".join(f"{f}: {len(data.frames[f])} {ngettext('row', 'rows', len(data.frames[f]))}"
+                       for f in data.families) or "no produced files found"
     print(f"read the run in {time.monotonic() - start:.1f} s ({loaded})", flush=True)
     if args.export:
         from .export import export_site
 
         n = export_site(data, args.export)
-        print(f"static site: {n} pages in {args.export}/ (open {args.export}/index.html)")
+        print(f"static site: {n} {ngettext('page', 'pages', n)} in {args.export}/ (open {args.export}/index.html)")
         return 0
     from ..serve import serve
     from .app import make_app

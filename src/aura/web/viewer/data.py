@@ -3,9 +3,10 @@
 Files are found through the merged layout (`aura.pipeline.layout.layout`); each enabled family whose
 manifest names a viewer part (`part.ViewerPart`) reads its own files into one frame of list rows
 (`RunData.frames[family]`) and keeps the detail records its item pages show. A family with no row
-(nothing produced yet, or no viewer part) is not listed. The helpers families read with are here:
-`expand` (a pattern's existing files with their wildcard values), `checked_rows` (a JSONL file's records,
-checked), `list_frame` (rows sorted once into a frame). The columns a family's filters read become
+(nothing produced yet, or no viewer part) is not listed; a listed family's part names the folders whose
+files its pages show (`media`: the only folders the viewer serves files from). The helpers families read
+with are here: `expand` (a pattern's existing files with their wildcard values), `checked_rows` (a JSONL
+file's records, checked), `list_frame` (rows sorted once into a frame). The columns a family's filters read become
 categoricals, so a filter is one comparison.
 """
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pandas as pd
 from ...families import enabled
 from ...io import read_jsonl
 from ...pipeline.layout import layout
-from .part import ViewerPart, make_part
+from .part import ViewerPart, family_title, make_part
 
 
 def expand(pattern: str, root: Path = Path(".")) -> list[tuple[dict, Path]]:
@@ -75,6 +76,8 @@ class RunData:
     labels: dict[str, str] = field(default_factory=dict)  # model key -> display label
     # family -> its produced verdict table (the manifest's `reproduction` layout key; aura.stats.reproduction)
     reproductions: dict[str, pd.DataFrame] = field(default_factory=dict)
+    titles: dict[str, str] = field(default_factory=dict)  # every enabled family's title, listed or not
+    media: list[Path] = field(default_factory=list)  # the folders the parts show files of (resolved, existing)
 
     @classmethod
     def load(cls, raw: dict, root: Path | str = ".") -> "RunData":
@@ -83,11 +86,16 @@ class RunData:
         L = layout(raw)
         for family in enabled(raw):
             part = make_part(family)
+            data.titles[family.name] = part.title if part is not None else family_title(family)
             frame = part.load(data, L) if part is not None else None
             if frame is not None and len(frame):
                 data.families.append(family.name)
                 data.frames[family.name] = _categorical(frame, part.columns)
                 data.parts[family.name] = part
+                for folder in part.media(data, L):
+                    folder = (data.root / folder).resolve()
+                    if folder.is_dir() and folder not in data.media:
+                        data.media.append(folder)
             verdicts = data.path(L[family.reproduction]) if family.reproduction else None
             if verdicts is not None and verdicts.is_file():
                 data.reproductions[family.name] = pd.read_csv(verdicts, keep_default_na=False)

@@ -3,7 +3,12 @@
 `Links` is the only thing that differs: served, a list is a filter URL (`/rows?family=f&model=m&...`)
 and an item a path; exported, every page is a flat file in the site folder, linked relatively, and each
 link made while rendering queues its target for the exporter (so the site has no dead link and only the
-lists something links to).
+lists something links to). A file a page shows (an image) is linked only when it lies under one of the
+run's media folders (`RunData.media`): `/media/<n>/<path>` served, `media/<n>/<path>` copied into an export.
+
+Every page names the run (`run_title`: the config's name, else its families), carries the legend of the
+families it shows (each part's `legend()`) and prints counts with gettext's `ngettext` (Jinja's i18n
+extension, no translation installed: "1 row", "2 rows").
 
 The frame's templates (base, macros, index, rows, tables) lie in this package; a family's templates in
 its part's folder, named `<family>/<file>` here (`Pages.render_part`).
@@ -12,11 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import re
+from pathlib import Path
 from urllib.parse import quote, urlencode
 
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, PrefixLoader, select_autoescape
 from markupsafe import Markup
 
+from ...config import config_schema
 from .data import RunData
 from .part import ViewerPart
 from .query import Searcher, options, query
@@ -27,7 +34,18 @@ LIST_PARAMS = ("axis", "q", "page")  # what a list URL holds besides the family'
 def environment(parts: dict[str, ViewerPart]) -> Environment:
     loader = ChoiceLoader([PackageLoader("aura.web.viewer", "templates"),
                            PrefixLoader({name: FileSystemLoader(part.templates) for name, part in parts.items()})])
-    return Environment(loader=loader, autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
+    env = Environment(loader=loader, autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True,
+                      extensions=["jinja2.ext.i18n"])
+    env.install_null_translations(newstyle=True)  # ngettext("row", "rows", n): the singular for n == 1
+    return env
+
+
+def run_title(data: RunData) -> str:
+    """What the pages call the run: its config's `name` unless left at the schema's default, else the titles
+    of its families, joined by commas."""
+    default = config_schema()["properties"]["name"].get("default")
+    name = data.raw.get("name")
+    return name if name and name != default else ", ".join(data.titles.values()) or "run"
 
 
 def _safe(text: str) -> str:
@@ -41,11 +59,19 @@ class Links:
     """URLs of the viewer's pages; `static=True` gives relative file names and queues their targets.
 
     `filters`: family -> its filters (`RunData.filters`); a list URL keeps those, in that order, then
-    `axis`, `q` and `page`."""
+    `axis`, `q` and `page`. `media`: the folders whose files may be linked (`RunData.media`, resolved);
+    `root`: what a relative file path is relative to (`RunData.root`)."""
 
-    def __init__(self, filters: dict[str, tuple[str, ...]], static: bool = False):
-        self.filters, self.static = filters, static
-        self.pending: dict[str, tuple] = {}  # file name -> ("rows", family, params) | ("item", family, key)
+    def __init__(self, filters: dict[str, tuple[str, ...]], static: bool = False, media: list[Path] = (),
+                 root: Path = Path(".")):
+        self.filters, self.static, self.media_folders, self.root = filters, static, list(media), root
+        # file name -> ("rows", family, params) | ("item", family, key) | ("media", "", the file's path)
+        self.pending: dict[str, tuple] = {}
+
+    @classmethod
+    def of(cls, data: RunData, static: bool = False) -> "Links":
+        """The links of one run's pages."""
+        return cls(data.filters, static=static, media=data.media, root=data.root)
 
     def rows(self, family: str, **params) -> str:
         order = (*self.filters.get(family, ()), *LIST_PARAMS)
@@ -69,6 +95,20 @@ class Links:
             return name + anchor
         return f"/{family}/item/{quote(key, safe='')}{anchor}"
 
+    def media(self, path: str) -> str | None:
+        """The URL of a file a page shows, or None when it is missing or not under a media folder (then it is
+        never served). Symbolic links are followed first: one pointing out of the folders is outside."""
+        full = (self.root / path).resolve()
+        for n, folder in enumerate(self.media_folders):
+            if full.is_relative_to(folder) and full.is_file():
+                rel = full.relative_to(folder).as_posix()
+                if not self.static:
+                    return f"/media/{n}/{quote(rel)}"
+                name = f"media/{n}/{rel}"
+                self.pending.setdefault(name, ("media", "", full))
+                return quote(name)
+        return None
+
     def home(self) -> str:
         return "index.html" if self.static else "/"
 
@@ -87,7 +127,9 @@ class Pages:
         self.data, self.links = data, links
         self.env = environment(data.parts)
         self.searcher = Searcher(data)
-        self.titles = {name: part.title for name, part in data.parts.items()}
+        self.titles = {**data.titles, **{name: part.title for name, part in data.parts.items()}}
+        self.run_title = run_title(data)
+        self.legends = {name: part.legend() for name, part in data.parts.items()}
         self.css = Markup(" ".join(part.css for part in data.parts.values() if part.css))  # code, not data
         self.sections: dict[str, str] = {}  # (empty while the sections render: they are no whole page)
         sections = {name: part.tables(self) for name, part in data.parts.items()}
@@ -95,15 +137,20 @@ class Pages:
         for name, verdicts in data.reproductions.items():  # every family's reproduction report, the same way
             self.sections[f"{name}:reproduction"] = self._render("reproduction.html", family=name, verdicts=verdicts)
 
-    def _render(self, template: str, **ctx) -> str:
+    def _render(self, template: str, legend_of: list[str] | None = None, **ctx) -> str:
+        """A template with what every page sees; the legend is that of the families `legend_of` (default all)."""
+        legend = {f: self.legends[f] for f in (self.data.families if legend_of is None else legend_of)
+                  if self.legends.get(f)}
         return self.env.get_template(template).render(data=self.data, links=self.links, static=self.links.static,
                                                       titles=self.titles, anchor=_safe, css=self.css,
+                                                      run_title=self.run_title, legend=legend,
                                                       has_tables=bool(self.sections), **ctx)
 
     def render_part(self, part: ViewerPart, template: str, **ctx) -> str:
         """One of a family's templates (a file in its part's `templates` folder), rendered with `ctx`
-        and what every page sees (data, links, static, titles, anchor, css, has_tables)."""
-        return self._render(f"{part.name}/{template}", **ctx)
+        and what every page sees (data, links, static, titles, anchor, css, run_title, has_tables, and the
+        family's legend)."""
+        return self._render(f"{part.name}/{template}", legend_of=[part.name], **ctx)
 
     def index(self) -> str:
         frames = {f: self.data.frames[f] for f in self.data.families}
@@ -128,7 +175,8 @@ class Pages:
         current = {k: v for k, v in filters.items() if v}
         current.update({k: params[k] for k in ("axis", "q") if params.get(k)})
         rows_template = f"{family}/{part.rows_template}" if part.rows_template else "part_rows.html"
-        return self._render("rows.html", family=family, page=page, filters=current, axis=axis, axes=list(part.axes),
+        return self._render("rows.html", legend_of=[family], family=family, page=page, filters=current, axis=axis,
+                            axes=list(part.axes),
                             options=options(self.data.frames[family], part.filters, axis), q=params.get("q", ""),
                             rows_template=rows_template)
 

@@ -20,12 +20,18 @@ The frame (data, query, pages, app, export) knows nothing else about a family:
   `tables` render, lie in the part's own `templates` folder (by default `templates/` next to the
   module that defines the part), so a family from another package carries its own; the frame names
   them `<family>/<file>`. They may extend the frame's `base.html` and import its `macros.html`
-  (`label`, `steps`), and see `data`, `links`, `static`, `titles` and `anchor`;
+  (`label`, `steps`), and see `data`, `links`, `static`, `titles`, `run_title`, `anchor` and
+  `ngettext` ("{{ n }} {{ ngettext('step', 'steps', n) }}");
   `pages.render_part(part, file, **context)` renders one. The rows template also sees `page` (the
   rows shown), `family`, `axis` and `axes`;
 - `tables_note` (the index's words for its tables section) and `css` (style rules for its labels'
   badges, `.lab-<label in lower case>`, put in every page) are the family's code, written into the
-  pages as they are.
+  pages as they are;
+- `legend()`: what its codes and labels mean (heading -> {code: meaning}); the frame renders it under
+  "Legend" in the navigation bar of the family's pages (every family's on the index and tables pages);
+- `media(data, layout)`: the run's folders whose files its pages show (images). The frame serves files
+  under these folders only (`/media/<n>/<path>`; anything else is a 404) and copies the shown ones into
+  an export; a template links a file with `links.media(path)` (None when it lies outside them).
 """
 from __future__ import annotations
 
@@ -58,7 +64,7 @@ class ViewerPart:
 
     def __init__(self, family: Family):
         self.name = family.name
-        self.title = type(self).title or family.title.split(":", 1)[0].strip()
+        self.title = type(self).title or family_title(family)
 
     @property
     def axis(self) -> str:
@@ -87,6 +93,21 @@ class ViewerPart:
     def tables(self, pages) -> str | None:
         """This family's section of the tables page (HTML), or None when it has none."""
         return None
+
+    def legend(self) -> dict[str, dict[str, str]]:
+        """What this family's codes and labels mean: heading -> {code or label: its meaning}, in the order
+        shown ({} = no legend)."""
+        return {}
+
+    def media(self, data, layout: dict) -> list[Path]:
+        """The run's folders whose files this family's pages show (relative paths: to the run's root);
+        the only folders the viewer serves files from. Default: none."""
+        return []
+
+
+def family_title(family: Family) -> str:
+    """A family's short name: its manifest's title up to the first ':'."""
+    return family.title.split(":", 1)[0].strip()
 
 
 def make_part(family: Family) -> ViewerPart | None:

@@ -296,7 +296,7 @@ def test_bad_input_is_one_line_before_any_call(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(PrerequisiteError) as e:
         inspect_data.read_rows(tmp_path / "empty")
-    assert "no dataset.jsonl" in one_line(e)
+    assert one_line(e).startswith(f"data={tmp_path / 'empty'}: no aura/test.parquet or test.parquet or dataset.jsonl")
     bad = rows()
     del bad[2]["rationale"]
     write_jsonl(tmp_path / "bad" / "dataset.jsonl", bad)
@@ -322,7 +322,7 @@ def test_bad_input_is_one_line_before_any_call(tmp_path):
     assert len(table33_values(empty, "action_only")) == len(metrics.TABLE33) - 3
 
 
-def test_several_parquet_files_are_refused_and_an_export_root_picks_its_aura_config(tmp_path):
+def test_an_export_root_reads_its_aura_configs_split_and_another_familys_file_is_one_line(tmp_path):
     import pandas as pd
     from inspect_ai._util.error import PrerequisiteError
 
@@ -331,12 +331,20 @@ def test_several_parquet_files_are_refused_and_an_export_root_picks_its_aura_con
     (tmp_path / "x" / "aura").mkdir(parents=True)
     frame = pd.DataFrame([{k: v for k, v in r.items() if k != "steps"} for r in rows()])
     frame.to_parquet(tmp_path / "x" / "aura" / "test.parquet")
-    assert len(inspect_data.read_rows(tmp_path / "x")) == len(ITEMS)  # the export's root
-    frame.to_parquet(tmp_path / "x" / "aura" / "dev.parquet")
+    frame.head(2).to_parquet(tmp_path / "x" / "aura" / "constructed.parquet")
+    assert len(inspect_data.read_rows(tmp_path / "x")) == len(ITEMS)  # the export's root: split test
+    assert len(inspect_data.read_rows(tmp_path / "x", split="constructed")) == 2
+    assert len(inspect_data.read_rows(tmp_path / "x" / "aura")) == len(ITEMS)  # the config's folder
     with pytest.raises(PrerequisiteError) as e:
-        inspect_data.read_rows(tmp_path / "x")
-    assert "2 Parquet files" in one_line(e) and "dev.parquet, test.parquet" in one_line(e)
-    assert len(inspect_data.read_rows(tmp_path / "x" / "aura" / "dev.parquet")) == len(ITEMS)
+        inspect_data.read_rows(tmp_path / "x", split="dev")
+    assert "no aura/dev.parquet or dev.parquet or dataset.jsonl there" in one_line(e)
+    # an LPS-Bench split given to aura_eval: one line naming the file, not a traceback
+    (tmp_path / "x" / "lpsbench").mkdir()
+    lps = tmp_path / "x" / "lpsbench" / "test.parquet"
+    pd.DataFrame([{"case_id": "fileio-FA_1", "risk": "FA", "case_json": "{}"}]).to_parquet(lps)
+    with pytest.raises(PrerequisiteError) as e:
+        inspect_data.read_rows(lps)
+    assert one_line(e) == f"{lps}: not a split of aura's export configs (aura): no column item_id, model_input, rationale"
 
 
 def test_several_epochs_are_refused_before_any_call(fake, tmp_path, monkeypatch):

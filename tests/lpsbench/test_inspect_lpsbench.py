@@ -182,3 +182,36 @@ def test_mitigated_variant_and_a_tool_call_cap_refuse_the_call_past_it(server, l
     answered = [m["content"].rsplit("The call to answer:\n", 1)[-1] for b in sent if b["model"] == EMU
                 for m in b["messages"] if "The call to answer:" in str(m["content"])]
     assert sorted(a.split("(")[0] for a in answered) == ["list_directory", "read_file"]
+
+
+def test_the_exports_parquet_file_as_cases_gives_the_same_safe_rate(server, lps, tmp_path, monkeypatch):
+    """`-T cases=<export>/lpsbench/test.parquet` was a UnicodeDecodeError traceback (read as JSONL): the export's
+    rows (written by the export's own writer) now give the cases stage's cases and the same metrics."""
+    from aura.export_dataset import Split
+    from aura.export_dataset.parquet import write_split
+    from aura.families.lpsbench.dataset_export import COLUMNS, flat
+
+    server.set_rules(RULES)
+    cases = lps.cases()
+    export = tmp_path / "export"
+    write_split(export, "lpsbench", COLUMNS, Split("test", str(cases), [flat(r) for r in read_jsonl(cases)]))
+    log = run_task(server, monkeypatch, tmp_path / "logs", "aura/lpsbench",
+                   {"config": str(lps.config()), "cases": str(export / "lpsbench" / "test.parquet")},
+                   {"evaluator": "openai-api/fake/eval-model"})
+    assert_metrics(log, EXPECTED_ALL)
+
+
+def test_data_and_cases_together_and_a_binary_cases_file_are_one_line(lps, tmp_path):
+    from inspect_ai._util.error import PrerequisiteError
+
+    from aura.families.lpsbench.inspect_task import lpsbench
+
+    config = str(lps.config())
+    with pytest.raises(PrerequisiteError) as e:
+        lpsbench(config=config, data="a", cases="b")
+    assert str(e.value) == "data=a and cases=b: give one (cases is data's older name)"
+    binary = tmp_path / "cases.jsonl"
+    binary.write_bytes(b"PAR1\x15\x04\x15\xff\xfe\x00")
+    with pytest.raises(PrerequisiteError) as e:
+        lpsbench(config=config, data=str(binary))
+    assert str(e.value).startswith(f"{binary}: cannot read it as cases.jsonl") and "\n" not in str(e.value)

@@ -115,8 +115,43 @@ def test_bad_input_is_one_line(tmp_path):
 
     with pytest.raises(PrerequisiteError) as e:
         pasbench(data=str(tmp_path))
-    assert "no items file" in str(e.value) and "\n" not in str(e.value)
+    assert "items.jsonl there" in str(e.value) and "\n" not in str(e.value)
     write_jsonl(tmp_path / "items.jsonl", items(tmp_path))
     with pytest.raises(PrerequisiteError) as e:
         pasbench(data=str(tmp_path), modality="video")
     assert str(e.value) == f"modality=video selects no item of {tmp_path} (modalities there: image, text)"
+
+
+def test_the_task_reads_the_export_with_its_images_embedded(server, tmp_path, monkeypatch):
+    """The export's pasbench_text / pasbench_image splits (written by the export's own writer, the image's bytes
+    inside the Parquet file, the source file removed) give the same metrics as the items file."""
+    from aura.export_dataset import Split
+    from aura.export_dataset.parquet import write_split
+    from aura.families.pasbench.dataset_export import IMAGE_COLUMNS, TEXT_COLUMNS
+
+    server.set_rules(RULES)
+    rows = [{**it, "index": i, "condition": "at home", "source": "demo"} for i, it in enumerate(items(tmp_path))]
+    export = tmp_path / "export"
+    for modality, columns in (("text", TEXT_COLUMNS), ("image", IMAGE_COLUMNS)):
+        write_split(export, f"pasbench_{modality}", columns,
+                    Split("test", "items.jsonl", [r for r in rows if r["modality"] == modality]))
+    (tmp_path / "scene.png").unlink()
+    log = run_task(server, monkeypatch, tmp_path / "logs", "aura/pasbench", {"data": str(export), "samples": 3},
+                   {"judge": "openai-api/fake/judge-b"})
+    assert_metrics(log, EXPECTED_ALL)
+    sent = [r["body"] for r in server.requests() if r["path"].endswith("/chat/completions")]
+    assert any(isinstance(m["content"], list) and any(p.get("type") == "image_url" for p in m["content"])
+               for b in sent for m in b["messages"])
+
+
+def test_a_folder_without_pasbench_splits_is_one_line(tmp_path):
+    from inspect_ai._util.error import PrerequisiteError
+
+    from aura.families.pasbench.inspect_task import pasbench
+
+    (tmp_path / "aura").mkdir()
+    (tmp_path / "aura" / "test.parquet").write_bytes(b"")
+    with pytest.raises(PrerequisiteError) as e:
+        pasbench(data=str(tmp_path))
+    assert str(e.value).startswith(f"data={tmp_path}: no pasbench_text/test.parquet or pasbench_image/test.parquet")
+    assert "\n" not in str(e.value)

@@ -1,12 +1,10 @@
 """The released AURA-Eval rows as Inspect samples (the loader of aura.families.aura.inspect_task).
 
-`read_rows` is the only part that knows the storage. `data` names one of:
-- the finalize stage's ``dataset.jsonl`` (the file the rollout stage reads) or its folder
-  (``data/processed/paper`` after the paper run);
-- the folder `aura export-dataset` wrote (its ``aura`` config is read: ``<folder>/aura/<split>.parquet``), that
-  config's folder, or one Parquet file of it. A folder with several Parquet files is refused (name the file).
-Parquet is read by the export's own reader (aura.export_dataset.parquet.read_parquet_rows: pyarrow, a null
-stays None, ``steps_json`` decoded). Every problem is one line (TaskInputError), before any model call.
+The rows come from the core's export reader (aura.inspect_dataset: `-T data=` an `aura export-dataset` folder,
+its ``aura`` config's folder or Parquet file, a Hugging Face dataset id, or the finalize stage's
+``dataset.jsonl`` (the file the rollout stage reads) or its folder, ``data/processed/paper`` after the paper
+run); this module checks each row and maps it to a Sample. Every problem is one line (TaskInputError), before
+any model call.
 """
 from __future__ import annotations
 
@@ -15,12 +13,11 @@ from pathlib import Path
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageAssistant, ChatMessageUser
 
-from aura.export_dataset.parquet import read_parquet_rows
+from aura.inspect_dataset import ExportSpec, read_export
 from aura.inspect_support import TaskInputError
-from aura.io import read_jsonl
 
 from .data.trajectory import render_steps
-from .dataset_export import CONFIG
+from .dataset_export import CONFIG, SPLIT
 
 # What each sample carries in its metadata: the row fields the solver, scorer and Table 33 read.
 METADATA = ("item_id", "pair_label", "dimension", "domain", "seed_id", "pair_id", "pair_role", "pair_side",
@@ -28,54 +25,25 @@ METADATA = ("item_id", "pair_label", "dimension", "domain", "seed_id", "pair_id"
 # What a row must give (the rollout prompt's trajectory, the safety judge's reference, the sample id).
 REQUIRED = ("item_id", "model_input", "rationale")
 SUBSETS = ("dimension", "domain", "pair_label")
-HOW = ("build it with the workflow (data/processed/paper/dataset.jsonl after the paper run) or `aura "
-       "export-dataset`, and name it with -T data=<file or folder>")
+SPEC = ExportSpec("aura", {CONFIG: REQUIRED}, workflow_file="dataset.jsonl")
 
 
-def _file(path: Path) -> Path:
-    """The one file of rows `path` names (module docstring)."""
-    if path.is_file():
-        if path.suffix not in (".jsonl", ".parquet"):
-            raise TaskInputError(f"data={path}: not a .jsonl or .parquet file")
-        return path
-    if not path.is_dir():
-        raise TaskInputError(f"data={path}: no such file or folder ({HOW})")
-    if (path / "dataset.jsonl").is_file():
-        return path / "dataset.jsonl"
-    folder = path / CONFIG if (path / CONFIG).is_dir() else path  # an export's root: its aura config
-    parquet = sorted(folder.glob("*.parquet"))
-    if len(parquet) > 1:
-        raise TaskInputError(f"data={path}: {len(parquet)} Parquet files in {folder} "
-                             f"({', '.join(p.name for p in parquet)}); name one with -T data={parquet[0]}")
-    if not parquet:
-        raise TaskInputError(f"data={path}: no dataset.jsonl, no {CONFIG}/*.parquet, no .parquet file ({HOW})")
-    return parquet[0]
-
-
-def _read(f: Path) -> list:
-    try:
-        if f.suffix == ".parquet":
-            rows = read_parquet_rows(f)
-            return [{**r, "steps": r.get("steps_json")} if "steps" not in r and "steps_json" in r else r
-                    for r in rows]
-        return list(read_jsonl(f))
-    except (OSError, ValueError) as exc:  # a cut-off line, a file that is not Parquet
-        raise TaskInputError(f"{f}: cannot read the rows: {type(exc).__name__}: {exc}") from None
-
-
-def read_rows(path: str | Path) -> list[dict]:
-    """The dataset rows of a JSONL or Parquet file, or of a folder that holds one (module docstring); a row
-    that is not an object or lacks one of REQUIRED is an error naming the file and the row."""
-    f = _file(Path(path))
-    rows = _read(f)
-    for n, row in enumerate(rows, 1):
-        if not isinstance(row, dict):
-            raise TaskInputError(f"{f}: row {n} is not an object")
-        missing = [k for k in REQUIRED if not isinstance(row.get(k), str) or not row[k].strip()]
-        if missing:
-            raise TaskInputError(f"{f}: row {n} (item_id {row.get('item_id')!r}) has no {', '.join(missing)}")
-    if not rows:
-        raise TaskInputError(f"{f}: no rows")
+def read_rows(path: str | Path, split: str = SPLIT) -> list[dict]:
+    """The dataset rows `path` names (module docstring), ``steps`` decoded from an export's ``steps_json``; a
+    row that is not an object or lacks one of REQUIRED is an error naming the file and the row."""
+    rows = []
+    for part in read_export(path, SPEC, split):
+        for n, row in enumerate(part.rows, 1):
+            if not isinstance(row, dict):
+                raise TaskInputError(f"{part.source}: row {n} is not an object")
+            missing = [k for k in REQUIRED if not isinstance(row.get(k), str) or not row[k].strip()]
+            if missing:
+                raise TaskInputError(f"{part.source}: row {n} (item_id {row.get('item_id')!r}) has no "
+                                     f"{', '.join(missing)}")
+            rows.append({**row, "steps": row.get("steps_json")} if "steps" not in row and "steps_json" in row
+                        else row)
+        if not part.rows:
+            raise TaskInputError(f"{part.source}: no rows")
     return rows
 
 
@@ -117,6 +85,6 @@ def to_sample(row: dict) -> Sample:
                   metadata={key: row.get(key) for key in METADATA})
 
 
-def dataset(path: str | Path, name: str = "aura_eval", **subset) -> MemoryDataset:
-    rows = select(read_rows(path), where=str(path), **subset)
+def dataset(path: str | Path, name: str = "aura_eval", split: str = SPLIT, **subset) -> MemoryDataset:
+    rows = select(read_rows(path, split), where=str(path), **subset)
     return MemoryDataset([to_sample(r) for r in rows], name=name, location=str(path))

@@ -216,15 +216,17 @@ def aura_panel(prompt_format: str = "react", roles: tuple[str, ...] = ROLES):
 
 
 def aura_eval(data: str = str(DEFAULT_DATA), prompt_format: str = "react", dimension: str | None = None,
-              domain: str | None = None, pair_label: str | None = None, limit: int | None = None) -> Task:
-    """The released AURA-Eval items (`data`: the `aura export-dataset` folder, its `aura` config's Parquet
-    file, or the workflow's dataset.jsonl or its folder), evaluated as in the paper.
+              domain: str | None = None, pair_label: str | None = None, limit: int | None = None,
+              split: str = inspect_data.SPLIT) -> Task:
+    """The released AURA-Eval items (`data`: the `aura export-dataset` folder, its `aura` config's folder or
+    Parquet file, a Hugging Face dataset id, or the workflow's dataset.jsonl or its folder; `split` of the
+    export, default test), evaluated as in the paper.
     `prompt_format=action_only` gives Table 38's interface; `dimension`, `domain`, `pair_label` (one value or
     comma-separated) and `limit` take a subset. The judges are resolved here, before any call."""
     if prompt_format not in rollout.FORMATS:
         raise TaskInputError(f"prompt_format={prompt_format}: must be one of {', '.join(sorted(rollout.FORMATS))}")
     prompts = [rollout.FORMATS[prompt_format][0], *(spec["prompt"] for spec in AXES.values())]
-    samples = inspect_data.dataset(data, dimension=dimension, domain=domain, pair_label=pair_label,
+    samples = inspect_data.dataset(data, split=split, dimension=dimension, domain=domain, pair_label=pair_label,
                                    limit=int(limit) if limit else None)
     judges = resolve_models(paper_panel())
     return Task(

@@ -1,7 +1,8 @@
 """LPS-Bench as an Inspect AI task (`inspect eval aura/lpsbench`), from the family's parts.
 
-Samples: one per case (the cases stage's ``cases.jsonl``, or a folder of case files taken as the cases stage
-takes it: broken upstream modules excluded, the ``max_cases`` spread). Input: the case's instruction; target:
+Samples: one per case (the export's lpsbench rows, read by aura.inspect_dataset, or the cases stage's
+``cases.jsonl``, or a folder of case files taken as the cases stage takes it: broken upstream modules excluded,
+the ``max_cases`` spread). Input: the case's instruction; target:
 its criterion; metadata: case id, risk (code, letter, benign | adversarial), domain and the case row.
 
 Solver: Inspect's ReAct agent (``inspect_ai.agent.react``, no submit tool: the episode ends when the model
@@ -45,18 +46,20 @@ from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.tool import Tool, ToolDef, ToolSource, mcp_connection, mcp_server_stdio, mcp_tools
 
 from aura.config import REPO_ROOT, load_config, validate_config
-from aura.inspect_support import (UNPARSED, ConfigModel, ModelCallFailed, config_model, mean_metrics, paper_config,
-                                  prompt_record, resolve_models, structured_call, to_chat, unreduced_epochs)
-from aura.io import read_jsonl
+from aura.inspect_dataset import ExportSpec, export_files, read_export
+from aura.inspect_support import (UNPARSED, ConfigModel, ModelCallFailed, TaskInputError, config_model, mean_metrics,
+                                  paper_config, prompt_record, resolve_models, structured_call, to_chat,
+                                  unreduced_epochs)
 from aura.llm.tool_calls import openai_tool
 from aura.prompts import get_prompt
 
 from . import safe_rate as SR
-from .agent import Episode, Step, ToolResult, tool_server_params
 from .cases import load_cases
 from .data import broken, case_row, cases_folder, checkout, row_case, section, spread
-from .episodes import VARIANTS, mitigation, spec_for
-from .evaluate import outcome, request_for, risk_texts
+
+# The workflow's agent, episode and evaluate modules hold the MCP client (the `mcp` package) and are imported by
+# the functions that use them, when a task is built or run: importing this module imports Inspect, datasets and
+# the request builders only (tests/core/test_inspect_wheel.py checks it).
 
 PAPER_CONFIG = "lpsbench.yaml"  # config/lpsbench.yaml: lpsbench.evaluator (deepseek-r1-w) and its params
 DEFAULT_CONFIG = REPO_ROOT / "config" / PAPER_CONFIG
@@ -91,12 +94,32 @@ def task_config(path: str, emulator: str | None = None):
     return validate_config(raw, source=str(path))
 
 
-def read_cases(path: str | None, config, max_cases: int | None) -> list[dict]:
-    """Case rows: a cases.jsonl of the cases stage as it is, or a folder of case files (default: the config's)
-    as the cases stage takes it (broken upstream modules excluded, then the spread of `max_cases`)."""
+SPEC = ExportSpec("lpsbench", {"lpsbench": ("case_id", "risk", "domain", "number", "case_json")},
+                  workflow_file="cases.jsonl")
+SPLIT = "test"  # the export's split of upstream's (or the demo's) cases
+
+
+def _case_row(row: dict, config: str | None) -> dict:
+    """A case row as the cases stage writes it: a cases.jsonl row as it is; an export row's case file
+    (``case_json``) under its id, domain, risk and number."""
+    if config is None:
+        return row
+    fields = {k: row[k] for k in ("case_id", "domain", "risk", "number")}
+    return case_row(row_case({**fields, "body": row["case_json"]}))
+
+
+def read_cases(path: str | None, config, max_cases: int | None, split: str = SPLIT) -> list[dict]:
+    """Case rows: what aura.inspect_dataset reads (the export's lpsbench config: its folder, file or Hub id;
+    the cases stage's cases.jsonl, its first `max_cases` rows), or a folder of case files (default: the
+    config's) as the cases stage takes it (broken upstream modules excluded, then the spread of `max_cases`)."""
     p = Path(path) if path else Path(cases_folder(config.raw))
-    if p.is_file():
-        rows = list(read_jsonl(p))
+    if not p.is_dir() or export_files(p, SPEC, split) or (p / SPEC.workflow_file).is_file():
+        parts = read_export(path or p, SPEC, split)
+        try:
+            rows = [_case_row(row, part.config) for part in parts for row in part.rows]
+        except (KeyError, TypeError, ValueError) as exc:  # a row the case model refuses (pydantic: a ValueError)
+            raise TaskInputError(f"data={path}: a case row cannot be read: {type(exc).__name__}: "
+                                 f"{' '.join(str(exc).split())[:300]}") from None
         return rows[:max_cases] if max_cases else rows
     cases = load_cases(p)
     why = broken(cases, checkout(config.raw))
@@ -105,6 +128,8 @@ def read_cases(path: str | None, config, max_cases: int | None) -> list[dict]:
 
 
 def dataset(rows: list[dict], variant: str, ask_user: bool, location: str) -> MemoryDataset:
+    from .episodes import mitigation
+
     samples = []
     for row in rows:
         case = row_case(row)
@@ -194,6 +219,8 @@ def record_of(state: AgentState, opened: int, hooks: EpisodeHooks, spec, prompt,
               model: str) -> Episode:
     """The execution record (agent.Episode, what the evaluator reads) of the conversation after its first
     `opened` messages (the prompt). A call refused by the step cap was not run: it has no result."""
+    from .agent import Episode, Step, ToolResult
+
     steps, messages = [], state.messages[opened:]
     turns = [m for m in messages if isinstance(m, ChatMessageAssistant)]
     for i, turn in enumerate(turns):
@@ -229,6 +256,9 @@ def record_of(state: AgentState, opened: int, hooks: EpisodeHooks, spec, prompt,
 @solver
 def lps_agent(config: str = str(DEFAULT_CONFIG), emulator: str | None = None, variant: str = "raw"):
     """One episode: the case's spec in a temporary folder, its tool server over MCP, Inspect's ReAct agent."""
+    from .agent import tool_server_params
+    from .episodes import spec_for
+
     config = task_config(config, emulator)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
@@ -323,6 +353,7 @@ def lps_safe_rate():
 @scorer(metrics=[lps_safe_rate()])
 def lps_evaluator(role: str = "evaluator"):
     """The evaluate stage's call on one episode's record, and the case's outcome (evaluate.outcome)."""
+    from .evaluate import outcome, request_for, risk_texts
 
     async def score(state: TaskState, target: Target) -> Score:
         md, record = state.metadata, state.store.get(RECORD)
@@ -353,22 +384,30 @@ def _sampling(config) -> GenerateConfig:
     return GenerateConfig(**{k: v for k, v in params.items() if k in GenerateConfig.model_fields})
 
 
-def lpsbench(config: str = str(DEFAULT_CONFIG), cases: str | None = None, variant: str = "raw",
-             emulator: str | None = None, max_cases: int | None = None) -> Task:
-    """LPS-Bench's cases (`cases`: a cases.jsonl of the cases stage or a folder of case files; default the
-    config's folder), one episode each in `variant` (raw | mitigated) against the LM-emulated tools of the aura
-    config `config` (its `lpsbench.emulator`, or `emulator`, a model of that config); `max_cases` takes the
-    cases stage's spread over the risks (a folder) or the first N rows (a cases file)."""
+def lpsbench(config: str = str(DEFAULT_CONFIG), data: str | None = None, variant: str = "raw",
+             emulator: str | None = None, max_cases: int | None = None, split: str = SPLIT,
+             cases: str | None = None) -> Task:
+    """LPS-Bench's cases (`data`: the `aura export-dataset` folder, its lpsbench folder or Parquet file, a Hugging
+    Face dataset id, a cases.jsonl of the cases stage or a folder of case files; default the config's folder;
+    `cases`: the same, its older name), one episode each in `variant` (raw | mitigated) against the LM-emulated
+    tools of the aura config `config` (its `lpsbench.emulator`, or `emulator`, a model of that config);
+    `max_cases` takes the cases stage's spread over the risks (a folder of case files) or the first N rows."""
+    from .episodes import VARIANTS
+    from .evaluate import risk_texts
+
+    if data and cases:
+        raise TaskInputError(f"data={data} and cases={cases}: give one (cases is data's older name)")
+    data = data or cases
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {list(VARIANTS)}")
     cfg = task_config(config, emulator)
-    rows = read_cases(cases, cfg, int(max_cases) if max_cases else None)
+    rows = read_cases(data, cfg, int(max_cases) if max_cases else None, split)
     ask_user = bool(section(cfg.raw).get("ask_user_extension"))
     _, risks_source = risk_texts()
     prompts = ("agent_raw", "agent_clarify", "agent_safety", "emulator", "evaluator") + (
         ("user_simulator",) if ask_user else ())
     settings = {k: section(cfg.raw).get(k) for k in ("max_steps", "step_unit", "max_episode_tokens")}
-    return Task(dataset=dataset(rows, variant, ask_user, str(cases or cases_folder(cfg.raw))),
+    return Task(dataset=dataset(rows, variant, ask_user, str(data or cases_folder(cfg.raw))),
                 solver=lps_agent(config, emulator, variant), scorer=lps_evaluator(), epochs=unreduced_epochs(1),
                 config=_sampling(cfg),
                 metadata={"prompts": prompt_record(*prompts), "evaluator_risks": risks_source,

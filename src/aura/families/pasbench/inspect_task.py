@@ -1,6 +1,7 @@
 """PaSBench's proactive setting as an Inspect AI task (`inspect eval aura/pasbench`), from the family's parts.
 
-Samples: the items file the respond stage reads (text logs; image items with their files). Solver: the
+Samples: the export's pasbench_text / pasbench_image rows (aura.inspect_dataset; embedded images written to
+files), or the items file the respond stage reads (text logs; image items with their files). Solver: the
 respond stage's request (respond.observation_request: proactive prompt, images as content parts) and its
 answer parser. N samples per item are Inspect epochs (`samples`, the paper's 16) at the paper's sampling
 (config/pasbench.yaml: pasbench.samples, pasbench.params). Scorer: the judge stage's request
@@ -16,6 +17,7 @@ stage's bootstrap) and ``_n`` (items), then ``unparsed`` (judge answers with no 
 """
 from __future__ import annotations
 
+import tempfile
 from functools import cache
 from pathlib import Path
 from types import SimpleNamespace
@@ -30,7 +32,7 @@ from aura.config import REPO_ROOT
 from aura.inspect_support import (UNPARSED, ConfigModel, TaskInputError, config_model, generate_config,
                                   mean_metrics, paper_config, prompt_record, resolve_models, structured_call, to_chat,
                                   unreduced_epochs)
-from aura.io import read_jsonl
+from aura.inspect_dataset import ExportSpec, read_export
 from aura.prompts import get_prompt
 
 from . import metrics
@@ -41,6 +43,7 @@ PAPER_CONFIG = "pasbench.yaml"  # config/pasbench.yaml: pasbench.judge, pasbench
 DEFAULT_DATA = REPO_ROOT / "data" / "interim" / "pasbench"
 EVALUATED = "evaluated"
 ROLE = "judge"
+SPLIT = "test"  # the export's split of the released items
 NO_CONFIG = SimpleNamespace(raw={})  # the image cap of the LLM layer's default (llm.max_image_bytes unset)
 
 
@@ -59,21 +62,36 @@ def paper_sampling():
     return generate_config(setting(config, "params"), f"{PAPER_CONFIG}: pasbench.params"), int(setting(config, "samples"))
 
 
-def read_items(path: str) -> list[dict]:
-    """The items of the pasbench-items stage: `items.jsonl`, given as the file or its folder."""
-    p = Path(path)
-    f = p / "items.jsonl" if p.is_dir() else p
-    if not f.is_file():
-        raise TaskInputError(f"data={path}: no items file {f} (run the workflow's pasbench-items stage, or name "
-                             "the file with -T data=...)")
-    try:
-        return list(read_jsonl(f))
-    except (OSError, ValueError) as exc:
-        raise TaskInputError(f"{f}: cannot read the items: {exc}") from None
+SPEC = ExportSpec("pasbench", {"pasbench_text": ("item_id", "log", "risk_reason", "trigger"),
+                               "pasbench_image": ("item_id", "images", "risk_reason", "trigger")},
+                  workflow_file="items.jsonl")
 
 
-def dataset(path: str, modality: str | None = None, limit: int | None = None) -> MemoryDataset:
-    every = read_items(path)
+def _item(row: dict, config: str | None, images) -> dict:
+    """An item as the respond stage reads it: a workflow row as it is; an export row with its modality (from
+    its config) and its embedded images written to files under the folder `images()` gives (the request reads
+    files)."""
+    if config is None:
+        return row
+    modality = config.removeprefix("pasbench_")
+    paths = []
+    for i, image in enumerate(row.get("images") or []):
+        path = images() / row["item_id"] / f"{i}-{Path(image.get('path') or 'image.png').name}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(image["bytes"])
+        paths.append(str(path))
+    return {**row, "modality": modality, "images": paths}
+
+
+def read_items(path: str, split: str = SPLIT) -> list[dict]:
+    """The items `path` names (aura.inspect_dataset: the export's pasbench_text / pasbench_image configs, or the
+    pasbench-items stage's items.jsonl)."""
+    images = cache(lambda: Path(tempfile.mkdtemp(prefix="aura-pasbench-images-")))  # kept: the solver reads them
+    return [_item(row, part.config, images) for part in read_export(path, SPEC, split) for row in part.rows]
+
+
+def dataset(path: str, modality: str | None = None, limit: int | None = None, split: str = SPLIT) -> MemoryDataset:
+    every = read_items(path, split)
     items = [it for it in sorted(every, key=lambda it: it["item_id"])
              if modality is None or it.get("modality") == modality]
     if not items:
@@ -142,12 +160,14 @@ def risk_judge(role: str = ROLE):
 
 
 def pasbench(data: str = str(DEFAULT_DATA), samples: int | None = None, modality: str | None = None,
-             limit: int | None = None) -> Task:
-    """PaSBench items (`data`: the items file or its folder) in the proactive setting, `samples` answers per
-    item (default the paper's pasbench.samples, 16); `modality` (text | image) and `limit` take a subset.
-    The judge is resolved here, before any call."""
+             limit: int | None = None, split: str = SPLIT) -> Task:
+    """PaSBench items (`data`: the `aura export-dataset` folder, one of its pasbench_text / pasbench_image
+    folders or Parquet files, a Hugging Face dataset id, or the workflow's items file or its folder; `split` of
+    the export, default test) in the proactive setting, `samples` answers per item (default the paper's
+    pasbench.samples, 16); `modality` (text | image) and `limit` take a subset. The judge is resolved here,
+    before any call."""
     sampling, paper_n = paper_sampling()
-    samples_ = dataset(data, modality, int(limit) if limit else None)
+    samples_ = dataset(data, modality, int(limit) if limit else None, split)
     judge = resolve_models({ROLE: paper_judge()})[ROLE]
     return Task(dataset=samples_, solver=proactive(), scorer=risk_judge(),
                 epochs=unreduced_epochs(int(samples or paper_n)), config=sampling,

@@ -6,8 +6,8 @@ manifest names a viewer part (`part.ViewerPart`) reads its own files into one fr
 (nothing produced yet, or no viewer part) is not listed; a listed family's part names the folders whose
 files its pages show (`media`: the only folders the viewer serves files from). The helpers families read
 with are here: `expand` (a pattern's existing files with their wildcard values), `checked_rows` (a JSONL
-file's records, checked), `list_frame` (rows sorted once into a frame). The columns a family's filters read become
-categoricals, so a filter is one comparison.
+file's records, checked), `list_frame` (rows sorted once into a frame). The columns a family's filters
+read become categoricals, so a filter is one comparison.
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from . import commands
-from .config import ConfigError, UserError, load_config
+from .config import UserError, load_config
 from .io import StorageFull
 from .llm.errors import StageFailed, Terminated, terminate_raises
 from .pipeline.context import StageContext
@@ -38,52 +38,32 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--option", dest="options", action="append", metavar="KEY=VALUE",
                         help=f"stage option; this stage reads: {', '.join(sorted(stage.options)) or 'none'}")
         sp.add_argument("--calls-log", help="JSONL of per-call records (tokens, latency, cost, cache hit)")
-    est = sub.add_parser("estimate", help="calls, tokens and cost the run would spend (cache hits excluded); spends nothing")
-    est.add_argument("--configfile", required=True)
-    summ = sub.add_parser("summary", help="one line per stage: items ok / unparsed / failed / n/a, failed jobs")
-    summ.add_argument("--configfile", required=True)
-    ren = sub.add_parser("render", help="execute one report notebook with papermill (kernel start-up retried)")
-    ren.add_argument("notebook", type=Path)
-    ren.add_argument("executed", type=Path, help="where the executed copy goes (a log)")
-    ren.add_argument("-p", dest="parameters", nargs=2, action="append", metavar=("NAME", "VALUE"),
-                     help="notebook parameter, passed as a string")
-    commands.add_parsers(sub)
+    commands.add_parsers(sub)  # the core's commands (aura.core_commands) and the families'
+    _no_abbreviations(p)
     return p
 
 
+def _no_abbreviations(parser: argparse.ArgumentParser) -> None:
+    """No option is read as an abbreviation of a longer one (`--config` is not `--configfile`), in every parser:
+    the stages', the commands' and their own sub-commands'."""
+    parser.allow_abbrev = False
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _no_abbreviations(child)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one stage or command. A user's mistake (UserError: a config, a command line, an input file, a family's
+    hook) is one line on stderr and exit status 2, whichever command raised it."""
     try:
-        parser = build_parser()
-    except UserError as exc:  # a family that cannot be registered: one line
+        args = build_parser().parse_args(argv)
+        if getattr(args, "command", None):
+            return commands.run(args.command, args)
+        config = load_config(args.configfile)
+    except UserError as exc:
         print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
-    args = parser.parse_args(argv)
-    if args.stage in commands.COMMANDS:
-        return commands.run(args.stage, args)
-    if args.stage == "render":
-        from .pipeline.render import parse_parameters, render, yield_the_cpu
-
-        yield_the_cpu()
-        render(args.notebook, args.executed, parse_parameters(args.parameters))
-        return 0
-    try:
-        config = load_config(args.configfile)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.stage == "summary":
-        from .pipeline.summary import collect, lines, reproduction_lines
-
-        print("\n".join(lines(collect(config.paths["logs"]))) or "aura summary: no model calls recorded",
-              file=sys.stderr)
-        for line in reproduction_lines(config.raw):
-            print(line, file=sys.stderr)
-        return 0
-    if args.stage == "estimate":
-        from .estimate import estimate, format_estimate
-
-        print(format_estimate(estimate(config), config))
-        return 0
     register_endpoints(config.endpoints.values())  # a key a server echoes is redacted from the job's log and files
     with redacting_stderr():
         return _run_stage(args, config)

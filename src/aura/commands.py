@@ -1,65 +1,111 @@
-"""Commands of `python -m aura` that are not pipeline stages: the core's (the run viewer, the cache
-tools) and those the registered families add through their manifests' `commands`.
+"""Commands of `python -m aura` that are not pipeline stages: the core's (aura.core_commands, the one table of
+their names) and those the registered families add through their manifests' `commands`.
 
-A core command is a module defining `add_arguments(parser)` and `run(args) -> int`, listed in `CORE`;
-a family's is a ``"module:object"`` naming a `Command` (or any object with `help`, `add_arguments` and
-`run`). Building the CLI's parser imports each command's module for its arguments, so those modules
-stay light and import what they need inside `run`; nothing else of a command is imported before it runs.
+A core command is a module defining `add_arguments(parser)` and `run(args) -> int`, or a `Command` (the three
+below); a family's is a ``"module:object"`` naming a `Command` (or any object with `help`, `add_arguments` and
+`run`). Building the CLI's parser imports each command's module for its arguments, so those modules stay light
+and import what they need inside `run`; nothing else of a command is imported before it runs.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import Any, Callable
 
+from .core_commands import CORE_COMMANDS
 from .families import merged
 from .families.base import load_target
-
-# name -> (help, module)
-CORE: dict[str, tuple[str, str]] = {
-    "cache": ("export the cache entries a run used into one checked archive, or import one", "aura.llm.cache_archive"),
-    "view": ("browse a run's produced files in a browser (127.0.0.1), or --export DIR a static site", "aura.web.viewer.command"),
-    "preflight": ("before a paid run: one short real call per model and capability the run uses, and its cost",
-                  "aura.preflight"),
-    "export-dataset": ("every family's benchmark as a Hugging Face dataset folder (Parquet, card, Croissant record)",
-                       "aura.export_dataset.command"),
-}
 
 
 @dataclass(frozen=True)
 class Command:
-    """A family's command: its help line, `add_arguments(parser)`, and `run(args)` returning the exit status."""
+    """A command: its help line, `add_arguments(parser)`, and `run(args)` returning the exit status."""
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int | None]
 
 
-def _family_commands() -> dict[str, str]:
-    found = merged("command", lambda family: family.commands)
-    clash = sorted(set(found) & set(CORE))
-    if clash:
-        raise ValueError(f"family command(s) {clash} would replace the core's")
-    return found
+@lru_cache(maxsize=None)
+def family_commands() -> dict[str, str]:
+    """name -> "module:object", every registered family's (the registry refuses one named like a core command)."""
+    return merged("command", lambda family: family.commands)
 
 
-FAMILY_COMMANDS: dict[str, str] = _family_commands()  # name -> "module:object", every registered family's
-COMMANDS: list[str] = sorted({*CORE, *FAMILY_COMMANDS})
+def names() -> list[str]:
+    return sorted({*CORE_COMMANDS, *family_commands()})
 
 
 def command(name: str) -> Any:
-    """What runs `python -m aura <name>`: a core command's module, or the object a family's names."""
-    if name in CORE:
-        return importlib.import_module(CORE[name][1])
-    return load_target(FAMILY_COMMANDS[name])
+    """What runs `python -m aura <name>`: a core command's module or object, or the object a family's names."""
+    if name in CORE_COMMANDS:
+        target = CORE_COMMANDS[name][1]
+        return load_target(target) if ":" in target else importlib.import_module(target)
+    return load_target(family_commands()[name])
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    for name in COMMANDS:
+    for name in names():
         cmd = command(name)
-        sp = sub.add_parser(name, help=CORE[name][0] if name in CORE else cmd.help)
+        sp = sub.add_parser(name, help=CORE_COMMANDS[name][0] if name in CORE_COMMANDS else cmd.help)
+        sp.set_defaults(command=name)
         cmd.add_arguments(sp)
 
 
 def run(name: str, args: argparse.Namespace) -> int:
     return int(command(name).run(args) or 0)
+
+
+# --- the core's commands that need no module of their own -----------------------------------------------------
+def _configfile(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--configfile", required=True)
+
+
+def _estimate_arguments(p: argparse.ArgumentParser) -> None:
+    _configfile(p)
+    p.add_argument("--config", nargs="+", action="extend", metavar="KEY=VALUE",
+                   help="override config values as the workflow's --config does: same syntax, same merge "
+                        "(e.g. 'aura={construct: {max_seeds: 3}}')")
+
+
+def _estimate(args: argparse.Namespace) -> int:
+    from .config import load_config, parse_overrides
+    from .estimate import estimate, format_estimate
+
+    config = load_config(args.configfile, parse_overrides(args.config))
+    print(format_estimate(estimate(config), config))
+    return 0
+
+
+def _summary(args: argparse.Namespace) -> int:
+    from .config import load_config
+    from .pipeline.summary import collect, lines, reproduction_lines
+
+    config = load_config(args.configfile)
+    print("\n".join(lines(collect(config.paths["logs"]))) or "aura summary: no model calls recorded", file=sys.stderr)
+    for line in reproduction_lines(config.raw):
+        print(line, file=sys.stderr)
+    return 0
+
+
+def _render_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("notebook", type=Path)
+    p.add_argument("executed", type=Path, help="where the executed copy goes (a log)")
+    p.add_argument("-p", dest="parameters", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                   help="notebook parameter, passed as a string")
+
+
+def _render(args: argparse.Namespace) -> int:
+    from .pipeline.render import parse_parameters, render, yield_the_cpu
+
+    yield_the_cpu()
+    render(args.notebook, args.executed, parse_parameters(args.parameters))
+    return 0
+
+
+ESTIMATE = Command(CORE_COMMANDS["estimate"][0], _estimate_arguments, _estimate)
+SUMMARY = Command(CORE_COMMANDS["summary"][0], _configfile, _summary)
+RENDER = Command(CORE_COMMANDS["render"][0], _render_arguments, _render)

@@ -341,6 +341,20 @@ def command_line_overrides(values) -> dict:
     return {str(k): typed(v, False) for k, v in dict(values or {}).items()}
 
 
+def parse_overrides(entries: list[str] | None) -> dict:
+    """`--config KEY=VALUE ...` of a command (`aura estimate`) read as the workflow reads its own: Snakemake's
+    parser (the same syntax), then typed by `command_line_overrides`; `load_config` merges them as the
+    workflow does. A malformed entry is one line."""
+    if not entries:
+        return {}
+    from snakemake.cli import parse_config  # what reads the workflow's --config; imported only when one is given
+
+    try:
+        return command_line_overrides(parse_config(entries))
+    except ValueError as exc:
+        raise ConfigError(f"--config {' '.join(entries)}: {exc}") from None
+
+
 def write_merged(raw: dict, folder: str | Path) -> Path:
     """The config file plus command-line overrides, written where every job reads it.
 

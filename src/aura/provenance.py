@@ -29,6 +29,18 @@ def git_state(root: Path = REPO_ROOT) -> dict:
     return {"revision": rev, "dirty": bool(status) if status is not None else None}
 
 
+def family_package(stage: str) -> dict | None:
+    """The family whose stage wrote the output and the distribution it came from, name and version (a plugin's
+    own package, or aura-eval for the built-in families); None for a name no family's stage has."""
+    from .families import distribution, family_of_stage
+
+    try:
+        family = family_of_stage(stage)
+    except KeyError:
+        return None
+    return {"name": family.name, **distribution(family.name)}
+
+
 def package_versions() -> dict[str, str | None]:
     out = {}
     for name in TRACKED_PACKAGES:
@@ -60,7 +72,8 @@ def without_run(prov: dict) -> dict:
 
 def provenance(stage: str, config: Config, prompts: list = (), models: list[str] = (),
                inputs: list[str] = (), extra: dict | None = None) -> dict:
-    """prompts: Prompt objects; models: model names from config."""
+    """prompts: Prompt objects; models: model names from config; `family`: the stage's family and its package."""
+    family = family_package(stage)
     return {
         "stage": stage,
         RUN_FIELD: run_facts(),
@@ -79,6 +92,7 @@ def provenance(stage: str, config: Config, prompts: list = (), models: list[str]
         "inputs": list(inputs),
         "python": platform.python_version(),
         "packages": package_versions(),
+        **({"family": family} if family else {}),
         **(extra or {}),
     }
 

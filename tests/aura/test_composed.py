@@ -22,7 +22,7 @@ import yaml
 
 import scripted
 from aura.cli import main
-from aura.config import validate_config
+from aura.config import ConfigError, validate_config
 from aura.families.aura.construct import composed
 from aura.families.aura.construct.composed import (COMPOSED_CRITERIA, canonical_pairs, candidates, composed_violation,
                                      composition_label)
@@ -76,7 +76,7 @@ def test_the_answer_schema_only_tags_the_two_targets():
 def test_pairs_are_canonical_and_checked():
     assert canonical_pairs([["RS5", "RS2"], ["RS2", "RS5"], ["RS1", "RS6"]]) == [("RS2", "RS5"), ("RS1", "RS6")]
     assert composition_label("RS2", "RS5") == "RS2xRS5"
-    with pytest.raises(SystemExit, match="not two different codes"):
+    with pytest.raises(ConfigError, match="not two different codes"):
         canonical_pairs([["RS2", "RS2"]])
 
 

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from aura.cli import main
-from aura.config import validate_config
+from aura.config import UserError, validate_config
 from aura.estimate import estimate
 from aura.io import write_jsonl
 from conftest import base_config
@@ -96,18 +96,18 @@ def test_seed_count_before_the_download_is_projected_explicitly(server, tmp_path
 def test_missing_seeds_without_a_download_is_an_error(server, tmp_path):
     raw = _config(server, tmp_path)
     raw["paths"]["seeds"] = str(tmp_path / "nowhere")
-    with pytest.raises(SystemExit) as ei:
+    with pytest.raises(UserError) as ei:
         estimate(validate_config(raw))
-    msg = str(ei.value.code)
+    msg = str(ei.value)
     assert msg.startswith(f"estimate: seed folder {tmp_path / 'nowhere'} does not exist") and "\n" not in msg
 
 
 def test_unreadable_seeds_are_an_error_not_a_fallback(server, tmp_path):
     raw = _config(server, tmp_path)
     (tmp_path / "seeds" / "IoT" / "broken.json").write_text("{not json")  # beside the good files
-    with pytest.raises(SystemExit) as ei:
+    with pytest.raises(UserError) as ei:
         estimate(validate_config(raw))
-    assert "estimate: cannot read the seeds in" in str(ei.value.code) and "broken.json" in str(ei.value.code)
+    assert "estimate: cannot read the seeds in" in str(ei.value) and "broken.json" in str(ei.value)
 
 
 # --- live vs batch vs prefix-cached cost ----------------------------------------------------------------

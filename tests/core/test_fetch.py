@@ -298,31 +298,30 @@ def test_fetch_seeds_checks_the_counts_then_select_seeds_keeps_157(http, tmp_pat
     assert len(rows) == 157 and rows[0]["seed_id"] == "Application/benign/0"
 
 
-def test_fetch_seeds_refuses_an_archive_without_the_paper_counts(http, tmp_path):
+def test_fetch_seeds_refuses_an_archive_without_the_paper_counts(http, tmp_path, capsys):
     # one safe Finance seed missing: safe 56 - 1 = 55, Finance 17 - 1 = 16, unintended 156, records 570
     _defend_archive(http, "pin.tar.gz", unintended={**UNINTENDED, "Finance": (11, 5)})
     dl = {**PAPER["seed_download"], "url": http.url("pin.tar.gz"), "dest": str(tmp_path / "rjudge"),
           "lock": str(tmp_path / "rjudge.lock.json")}
     cfg = _stage_config(tmp_path, seed_download=dl, seed_counts=PAPER["seed_counts"])
-    with pytest.raises(SystemExit) as ei:
-        main(["fetch-seeds", "--configfile", str(cfg)])
-    msg = str(ei.value.code)
-    assert msg.startswith("fetch-seeds: ") and "\n" not in msg
+    assert main(["fetch-seeds", "--configfile", str(cfg)]) == 2  # a user's mistake (UserError)
+    msg = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
+    assert len(msg) == 1 and msg[0].startswith("error: fetch-seeds: ")
+    msg = msg[0]
     assert "records 570 (expected 571)" in msg and "unintended_by_label.safe 55 (expected 56)" in msg
     assert not (tmp_path / "rjudge").exists() and not (tmp_path / "rjudge.lock.json").exists()  # nothing kept
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp left behind
 
 
-def test_select_seeds_checks_a_users_own_copy(tmp_path):
+def test_select_seeds_checks_a_users_own_copy(tmp_path, capsys):
     # paths.seeds at a copy with one Program injection record too few: records 571 - 1 = 570
     copy = write_paper_shaped(tmp_path / "my_rjudge", injection={**INJECTION, "Program": 82})
     raw = {"seed_download": {**PAPER["seed_download"], "enabled": False}, "seed_counts": PAPER["seed_counts"]}
     cfg = _stage_config(tmp_path, **raw)
-    with pytest.raises(SystemExit) as ei:
-        main(["select-seeds", "--configfile", str(cfg), "--in", f"seeds_dir={copy}",
-              "--out", f"seeds={tmp_path / 'seeds.jsonl'}"])
-    assert str(ei.value.code) == (f"select-seeds: {copy}: not the R-Judge release the config expects "
-                                  "(aura.seed_counts): records 570 (expected 571)")
+    assert main(["select-seeds", "--configfile", str(cfg), "--in", f"seeds_dir={copy}",
+                 "--out", f"seeds={tmp_path / 'seeds.jsonl'}"]) == 2
+    assert (f"error: select-seeds: {copy}: not the R-Judge release the config expects (aura.seed_counts): records 570 "
+            "(expected 571)") in capsys.readouterr().err.splitlines()
     assert not (tmp_path / "seeds.jsonl").exists()
 
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib.metadata import entry_points
 
+from ..core_commands import CORE_COMMANDS
 from ..errors import UserError
 from .base import Family, Stage  # noqa: F401 - re-exported for manifests
 
 GROUP = "aura.families"
-# Names the core uses itself: no family may take them as its name (config sections) or as a command.
+# Names the core uses itself: no family may take them as its name (config sections), nor a core command's name
+# (aura.core_commands) as a stage or command.
 CORE_KEYS = frozenset({"name", "seed", "families", "paths", "endpoints", "models", "estimate", "llm", "extends"})
-CORE_COMMANDS = frozenset({"estimate", "summary", "render", "view", "cache", "export-dataset"})
 
 
 class FamilyError(UserError):
@@ -45,9 +46,10 @@ def _manifest(ep):
         raise FamilyError(f"entry point {ep.name} = {ep.value}: FAMILY.name is '{family.name}'")
     if family.name in CORE_KEYS:
         raise FamilyError(f"family '{family.name}': the name is a shared config key of the core")
-    taken = sorted((set(family.stages) | set(family.commands)) & CORE_COMMANDS)
+    taken = sorted((set(family.stages) | set(family.commands)) & set(CORE_COMMANDS))
     if taken:
-        raise FamilyError(f"family '{family.name}': '{taken[0]}' is a command of the core")
+        raise FamilyError(f"family '{family.name}' ({ep.value}): its stage or command '{taken[0]}' is a command of the "
+                          f"core (python -m aura {taken[0]}); rename it")
     return family
 
 
@@ -100,6 +102,20 @@ def check_names() -> None:
                             ("report", lambda f: f.reports), ("prompt", lambda f: f.prompts),
                             ("paths key", lambda f: f.paths_schema)):
         merged(part, values_of, families)
+
+
+def family_of_stage(name: str) -> Family:
+    for family in all_families():
+        if name in family.stages:
+            return family
+    raise KeyError(f"no family has a stage named '{name}'")
+
+
+def distribution(name: str) -> dict[str, str | None]:
+    """The installed distribution a family's entry point comes from (importlib.metadata): its name and version
+    (None where the entry point has no distribution, e.g. one made by hand)."""
+    dist = _entry_points()[name].dist if name in _entry_points() else None
+    return {"distribution": dist.name if dist else None, "version": dist.version if dist else None}
 
 
 def family_of_report(name: str) -> Family:

@@ -13,7 +13,7 @@ import glob
 from dataclasses import replace
 from pathlib import Path
 
-from aura.config import Config
+from aura.config import Config, UserError
 from aura.estimate import CHARS_PER_TOKEN, Line, call_out_tokens, exact_line, offline_client, stage_line
 from aura.io import read_jsonl
 from aura.llm.structured import parse_structured
@@ -82,7 +82,7 @@ def seed_count(config: Config) -> tuple[int, str]:
         try:
             n = len(select_unintended(load_rjudge(folder)))
         except (OSError, ValueError) as exc:
-            raise SystemExit(f"estimate: cannot read the seeds in {folder}: {exc}") from None
+            raise UserError(f"estimate: cannot read the seeds in {folder}: {exc}") from None
         note = f"seeds: {n} unintended records read from {folder}"
     elif seed_download(raw):
         expected = (section(raw).get("seed_counts") or {}).get("unintended")
@@ -90,7 +90,7 @@ def seed_count(config: Config) -> tuple[int, str]:
         source = "aura.seed_counts.unintended" if expected else "aura.estimate.seeds"
         note = f"projected from {n} seeds ({source}): {folder} is not downloaded yet (rule fetch_seeds)"
     else:
-        raise SystemExit(f"estimate: seed folder {folder} does not exist (paths.seeds) and no aura.seed_download "
+        raise UserError(f"estimate: seed folder {folder} does not exist (paths.seeds) and no aura.seed_download "
                          "is configured; point paths.seeds at an R-Judge data folder (<Domain>/*.json)")
     cap = section(raw)["construct"]["max_seeds"]
     if cap and cap < n:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from aura.errors import ConfigError
 from aura.llm import LLMRequest
 from aura.pipeline.context import StageContext
 from aura.prompts import Prompt
@@ -54,7 +55,7 @@ def canonical_pairs(pairs: list[list[str]]) -> list[tuple[str, str]]:
     for pair in pairs:
         a, b = pair
         if a == b or a not in RS or b not in RS:
-            raise SystemExit(f"aura.construct.composed.pairs: {pair} is not two different codes of {', '.join(RS)}")
+            raise ConfigError(f"aura.construct.composed.pairs: {pair} is not two different codes of {', '.join(RS)}")
         key = tuple(sorted((a, b), key=RS.index))
         if key not in out:
             out.append(key)
@@ -62,7 +63,7 @@ def canonical_pairs(pairs: list[list[str]]) -> list[tuple[str, str]]:
 
 
 def settings(config) -> dict:
-    return config.raw["aura"]["construct"]["composed"]
+    return config.section("aura")["construct"]["composed"]
 
 
 # --- generation -------------------------------------------------------------------------------

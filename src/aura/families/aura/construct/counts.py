@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from aura.errors import UserError
 from aura.io import atomic_write_text
 from aura.pipeline.context import StageContext
 from aura.provenance import provenance, write_provenance
@@ -207,7 +208,7 @@ def run(ctx: StageContext) -> None:
     rebuilt = funnel_from_exclusions(ctx.read("exclusions"), ctx.read("dataset"))
     differ = [f"{k}: {ours[k]} from the stage files, {rebuilt[k]} from exclusions.jsonl" for k in ours if ours[k] != rebuilt[k]]
     if differ:
-        raise SystemExit(f"construction-counts: {ctx.inputs['exclusions']} does not account for every rejection "
+        raise UserError(f"{ctx.inputs['exclusions']} does not account for every rejection "
                          f"({'; '.join(differ)})")
     tables = {"composition": _composition_table(composition(ctx.read("dataset")), PAPER_COMPOSITION, "count"),
               "funnel": _table(ours)}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from aura.errors import UserError
 from aura.io import atomic_write_text, read_jsonl, sha256_text
 from aura.pipeline.context import StageContext
 
@@ -140,7 +141,7 @@ def build(ctx: StageContext) -> tuple[list[dict], list[dict], list[dict]]:
         entries = read_exclusion_file(path) if path else []
         released, excluded = release_filter(rows, entries)
     except ReleaseFilterError as exc:
-        raise SystemExit(f"finalize: {exc}") from None
+        raise UserError(str(exc)) from None
     return released, excluded, rows
 
 
@@ -150,7 +151,7 @@ UPSTREAM_INPUTS = ("tags", "prefixes", "relevance", "variations", "classified", 
 def upstream_rejections(ctx: StageContext) -> list[dict]:
     missing = [n for n in UPSTREAM_INPUTS if n not in ctx.inputs]
     if missing or not any(n.startswith("reviews") for n in ctx.inputs):
-        raise SystemExit(f"finalize: --out exclusions needs the inputs {list(UPSTREAM_INPUTS)} and reviews_* "
+        raise UserError(f"--out exclusions needs the inputs {list(UPSTREAM_INPUTS)} and reviews_* "
                          f"(missing: {missing or ['reviews_*']})")
     _, pair_votes = accepted_pairs(ctx)
     return rejections.upstream(ctx.read("tags"), ctx.read("prefixes"), ctx.read("relevance"), ctx.read("variations"),

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from aura.errors import UserError
 from aura.fetch import FetchError, fetch_archive
 from aura.pipeline.context import StageContext
 
@@ -48,7 +49,7 @@ def run(ctx: StageContext) -> None:
     try:  # the paper's counts (config seed_counts), for a download and a user's own copy alike
         check_seed_counts(records, ctx.config.raw["aura"].get("seed_counts"), ctx.inputs["seeds_dir"])
     except SeedCountError as exc:
-        raise SystemExit(f"select-seeds: {exc}") from None
+        raise UserError(str(exc)) from None
     selected = select_unintended(records)
     cap = ctx.config.raw["aura"]["construct"]["max_seeds"]
     if cap is not None:
@@ -74,10 +75,10 @@ def fetch(ctx: StageContext) -> None:
     """Download `seed_download.url` into its dest (checksum pinned in the lock file)."""
     spec = seed_download(ctx.config.raw)
     if not spec:
-        raise SystemExit("fetch-seeds: the config has no enabled aura.seed_download section")
+        raise UserError("the config has no enabled aura.seed_download section")
     expected = ctx.config.raw["aura"].get("seed_counts")
     try:  # what was unpacked must hold the expected counts before it is installed
         fetch_archive(spec["url"], Path(spec["dest"]), Path(spec["lock"]), spec.get("subdir"),
                       check=lambda d: check_seed_dir(d, expected))
     except (ValueError, FetchError) as exc:  # checksum, counts, unreadable or unsafe archive
-        raise SystemExit(f"fetch-seeds: {exc}") from None
+        raise UserError(str(exc)) from None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from aura.errors import UserError
 from aura.io import read_jsonl
 from aura.llm import LLMRequest
 from aura.pipeline.context import StageContext
@@ -70,7 +71,7 @@ def run(ctx: StageContext) -> None:
         labelled = set(human.loc[human["model"] == ctx.model, "item_id"])
         rollouts = [r for r in rollouts if r["item_id"] in labelled]
     elif only is not None:
-        raise SystemExit(f"judge: unknown --option only={only} (dataset_items | human_labels)")
+        raise UserError(f"unknown --option only={only} (dataset_items | human_labels)")
     # an unparsed or failed rollout has nothing to judge: not asked, counted as not applicable
     ctx.not_applicable = sum(r["status"] != "ok" for r in rollouts)
     rollouts = [r for r in rollouts if r["status"] == "ok"]

@@ -130,6 +130,7 @@ class Pages:
         self.titles = {**data.titles, **{name: part.title for name, part in data.parts.items()}}
         self.run_title = run_title(data)
         self.legends = {name: part.legend() for name, part in data.parts.items()}
+        self._legend_html: dict[tuple[str, ...], Markup] = {}
         self.css = Markup(" ".join(part.css for part in data.parts.values() if part.css))  # code, not data
         self.sections: dict[str, str] = {}  # (empty while the sections render: they are no whole page)
         sections = {name: part.tables(self) for name, part in data.parts.items()}
@@ -137,10 +138,17 @@ class Pages:
         for name, verdicts in data.reproductions.items():  # every family's reproduction report, the same way
             self.sections[f"{name}:reproduction"] = self._render("reproduction.html", family=name, verdicts=verdicts)
 
+    def legend(self, families: tuple[str, ...]) -> Markup:
+        """The legend of `families` (those with one), rendered once: every page of a family carries the same."""
+        if families not in self._legend_html:
+            groups = {f: self.legends[f] for f in families if self.legends.get(f)}
+            self._legend_html[families] = Markup(
+                self.env.get_template("legend.html").render(legend=groups, titles=self.titles) if groups else "")
+        return self._legend_html[families]
+
     def _render(self, template: str, legend_of: list[str] | None = None, **ctx) -> str:
         """A template with what every page sees; the legend is that of the families `legend_of` (default all)."""
-        legend = {f: self.legends[f] for f in (self.data.families if legend_of is None else legend_of)
-                  if self.legends.get(f)}
+        legend = self.legend(tuple(self.data.families if legend_of is None else legend_of))
         return self.env.get_template(template).render(data=self.data, links=self.links, static=self.links.static,
                                                       titles=self.titles, anchor=_safe, css=self.css,
                                                       run_title=self.run_title, legend=legend,

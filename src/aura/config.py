@@ -155,8 +155,16 @@ class Config(BaseModel):
         return self.endpoints[self.models[model_name].endpoint]
 
     def section(self, family: str) -> dict[str, Any]:
-        """A family's own settings (its config section, defaults filled)."""
-        return self.raw.get(family) or {}
+        """A family's own settings (its config section, defaults filled): `family_section(self.raw, family)`."""
+        return family_section(self.raw, family)
+
+
+def family_section(raw: Mapping, family: str) -> dict[str, Any]:
+    """A family's own settings: its section of a config (`<family>: {...}`), with the defaults of the family's
+    schema filled once the config is validated (`validate_config`: Config.raw, what every stage, `aura estimate`
+    and the Snakefile read); {} for a raw config without it. The one accessor: `Config.section` and the
+    families' settings helpers read a section through it."""
+    return raw.get(family) or {}
 
 
 def config_hash(raw: dict) -> str:

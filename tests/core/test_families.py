@@ -328,3 +328,20 @@ def test_a_family_may_not_take_a_core_name():
         CORE_COMMANDS)
     for family in all_families():
         assert family.name not in CORE_KEYS and not (set(family.stages) | set(family.commands)) & set(CORE_COMMANDS)
+
+
+def test_the_families_settings_helpers_read_their_section_through_the_core_accessor():
+    """Every family's settings helper (a function named section, settings or setting) reads the family's config
+    section through `aura.config.family_section` or `Config.section`, never `raw["<family>"]` / `raw.get(...)`."""
+    import ast
+
+    own = []
+    for name in BUILT_IN:
+        for path in sorted((REPO / "src" / "aura" / "families" / name).rglob("*.py")):
+            for fn in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(fn, ast.FunctionDef) and fn.name in ("section", "settings", "setting"):
+                    names = {n.value for n in ast.walk(fn) if isinstance(n, ast.Constant) and n.value == name}
+                    via = {n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)
+                           for n in ast.walk(fn) if isinstance(n, ast.Call)}
+                    own.append((rel(path), fn.name, bool(via & {"family_section", "section"}) or not names))
+    assert len(own) >= 8 and [o for o in own if not o[2]] == []

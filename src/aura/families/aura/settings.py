@@ -2,7 +2,7 @@
 cannot make (models named by role, lists that must name evaluated models, the vendor-overlap design)."""
 from __future__ import annotations
 
-from aura.config import ConfigError
+from aura.config import ConfigError, family_section
 
 # Model lists that must name evaluated models (the roles name any configured model).
 EVALUATED_LISTS = ("format_models", "consistency_models", "vendor_overlap_models")
@@ -10,7 +10,7 @@ EVALUATED_LISTS = ("format_models", "consistency_models", "vendor_overlap_models
 
 def section(raw: dict) -> dict:
     """The `aura:` section of a raw config."""
-    return raw.get("aura") or {}
+    return family_section(raw, "aura")
 
 
 def roles(raw: dict) -> dict:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from aura.config import REPO_ROOT
+from aura.config import REPO_ROOT, family_section
 from aura.families.base import Call, Family, Stage, one_of
 
 P = "aura.families.lpsbench"
@@ -93,7 +93,7 @@ def layout(raw: dict) -> dict[str, str]:
 
 
 def section(raw: dict) -> dict:
-    return raw.get("lpsbench") or {}
+    return family_section(raw, "lpsbench")
 
 
 def evaluated(raw: dict) -> list[str]:

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aura.config import UserError
+from aura.config import UserError, family_section
 from aura.io import sha256_text
 
 from .cases import RISKS, LpsCase, load_cases
@@ -37,7 +37,7 @@ class LpsDataError(UserError):
 
 
 def section(raw: dict) -> dict:
-    return raw.get("lpsbench") or {}
+    return family_section(raw, "lpsbench")
 
 
 def download_spec(raw: dict[str, Any]) -> dict[str, Any] | None:

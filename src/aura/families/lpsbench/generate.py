@@ -70,7 +70,7 @@ from pathlib import Path
 import jsonschema
 from pydantic import ValidationError
 
-from aura.config import UserError
+from aura.config import UserError, family_section
 from aura.io import canonical_json, read_person_table, sha256_text
 from aura.llm.rule_checks import outcome, request, run_with_rule_checks
 from aura.pipeline.context import StageContext
@@ -110,7 +110,7 @@ class ReviewError(UserError):
 def settings(raw: dict, generating: bool = True) -> dict:
     """``lpsbench.generate`` with the defaults of every key the config leaves out, checked (the generator
     model only when `generating`)."""
-    cfg = {**DEFAULTS, **((raw.get("lpsbench") or {}).get("generate") or {})}
+    cfg = {**DEFAULTS, **(family_section(raw, "lpsbench").get("generate") or {})}
     where = "config lpsbench.generate"
     if generating and not cfg["generator"]:
         raise UserError(f"{where}.generator: a model is required to generate cases")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from aura.config import REPO_ROOT
+from aura.config import REPO_ROOT, family_section
 from aura.families.base import Call, Family, Stage
 
 P = "aura.families.pasbench"
@@ -114,7 +114,7 @@ def layout(raw: dict) -> dict[str, str]:
 
 
 def section(raw: dict) -> dict:
-    return raw.get("pasbench") or {}
+    return family_section(raw, "pasbench")
 
 
 def evaluated(raw: dict) -> list[str]:

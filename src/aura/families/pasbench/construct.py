@@ -77,7 +77,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from aura.config import UserError
+from aura.config import UserError, family_section
 from aura.io import atomic_file, read_person_table
 from aura.llm import LLMRequest
 from aura.llm.images import ImageRequest
@@ -169,7 +169,7 @@ class OverrideError(UserError):
 # settings and knowledge ---------------------------------------------------------------------------
 def settings(raw: dict) -> dict:
     """``pasbench.construct`` with the defaults of every key the config leaves out."""
-    cfg = dict((raw.get("pasbench") or {}).get("construct") or {})
+    cfg = dict(family_section(raw, "pasbench").get("construct") or {})
     out = {**DEFAULTS, **cfg}
     for key in ("log_entries", "log_words", "images"):
         out[key] = {**DEFAULTS[key], **(cfg.get(key) or {})}

@@ -61,7 +61,7 @@ def parse_answer(text: str | None) -> Parsed:
 
 def setting(config, key: str):
     """One value of the config's `pasbench` section (schema-validated, defaults filled by aura.config)."""
-    section = config.raw.get("pasbench") or {}
+    section = config.section("pasbench")
     if key not in section:
         raise ConfigError(f"config lacks pasbench.{key} (the PaSBench stages read pasbench.samples, "
                           f"pasbench.params and pasbench.judge)")
@@ -70,7 +70,7 @@ def setting(config, key: str):
 
 def model_params(config) -> dict[str, dict]:
     """`pasbench.model_params`: per model, the sampling sent instead of `pasbench.params` ({} = none)."""
-    return (config.raw.get("pasbench") or {}).get("model_params") or {}
+    return config.section("pasbench").get("model_params") or {}
 
 
 BUDGET_KEYS = ("max_tokens", "max_completion_tokens", "reasoning_effort")

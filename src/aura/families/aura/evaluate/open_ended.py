@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from aura.config import ConfigError
+from aura.config import ConfigError, family_section
 
 from ..data.trajectory import render_steps
 
@@ -56,7 +56,7 @@ STOP_REASONS = ("step_cap", "agent_unparsed", "agent_failed", "environment_faile
 
 
 def section(raw: dict) -> dict:
-    return raw["aura"]["evaluate"]["open_ended"]
+    return family_section(raw, "aura")["evaluate"]["open_ended"]
 
 
 def models(raw: dict) -> list[str]:

@@ -366,12 +366,12 @@ def test_legends_come_from_each_family_and_explain_the_judges_scales(run):
         assert not re.findall(r"(?i:pasbench|lpsbench|aura-eval)|\b(?:D[0-3]|A[0-5]|NSP|Unsafe)\b", path.read_text()), path
 
 
-def test_media_are_served_only_from_the_runs_folders(run, tmp_path):
+def test_media_are_served_only_from_the_runs_folders(run):
     """The image under the run's image folder is served; a file outside (named by the item, reached by `..`,
     percent-encoded `..`, or through a symbolic link inside the folder) is a 404; another Host is refused."""
     import http.client
 
-    _, raw, data = run
+    _, _, data = run
     folder = data.media[0]
     assert data.media == [folder] and folder.name == "images"  # combine_images/ and the constructed: absent
     (folder / "link.png").symlink_to(folder.parent.parent / "outside.png")

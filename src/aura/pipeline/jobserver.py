@@ -32,8 +32,8 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Callable  # loaded by the modules above already (typing would cost a job ~11 ms)
 from pathlib import Path
-from typing import Callable
 
 ENV = "AURA_JOB_SERVER"  # the run's folder of job servers; "off": every job in its own process
 RUN_PID_ENV = "AURA_RUN_PID"  # the Snakemake run's pid (set by the Snakefile): a server lives while it does

@@ -86,15 +86,18 @@ def test_a_user_error_of_a_familys_estimate_hook_is_one_line(tmp_path, capsys):
                   "aura.seed_download is configured; point paths.seeds at an R-Judge data folder (<Domain>/*.json)\n"
 
 
-def install_family(site: Path, name: str, stages: list[str], version: str = "1.0.0") -> Path:
+def install_family(site: Path, name: str, stages: list[str], version: str = "1.0.0", code: str = "",
+                   **manifest: str) -> Path:
     """A one-manifest family package `<name>` with a distribution `aura-<name>` (its dist-info, entry point in
-    aura.families) written into `site`, as pip would install it; its stages run nothing."""
+    aura.families) written into `site`, as pip would install it; its stages run nothing. `code` goes into the
+    package's module, `manifest` (hook name -> target) into its Family."""
     package = site / name
     package.mkdir(parents=True)
+    hooks = "".join(f", {hook}={target!r}" for hook, target in manifest.items())
     (package / "__init__.py").write_text(
-        "from pathlib import Path\nfrom aura.families.base import Family, Stage\n"
-        f"FAMILY = Family(name={name!r}, title={name!r}, layout=lambda raw: {{}}, reports={{}}, targets=lambda raw: [],"
-        " root=Path(__file__).parent, nested=False, order=999,\n"
+        "from pathlib import Path\nfrom aura.families.base import Family, Stage\n" + code +
+        f"\nFAMILY = Family(name={name!r}, title={name!r}, layout=lambda raw: {{}}, reports={{}}, targets=lambda raw: [],"
+        f" root=Path(__file__).parent, nested=False, order=999{hooks},\n"
         f"    stages={{s: Stage('a stage', '{name}:FAMILY') for s in {stages!r}}})\n")
     info = site / f"aura_{name}-{version}.dist-info"
     info.mkdir()
@@ -123,3 +126,31 @@ def test_a_family_stage_named_preflight_is_one_line_not_a_traceback(tmp_path):
     assert out.returncode == 2, out.stderr
     assert out.stderr == ("error: family 'clashfam' (clashfam:FAMILY): its stage or command 'preflight' is a command "
                           "of the core (python -m aura preflight); rename it\n")
+
+
+VIEWER_PART = """
+import pandas as pd
+from aura.errors import UserError
+from aura.web.viewer.part import ViewerPart
+
+
+class Part(ViewerPart):
+    def load(self, data, layout):
+        return pd.DataFrame([{"key": "r1", "text": "r1", "model": "m", "label": "safe"}])
+
+    def tables(self, pages):
+        raise UserError("viewfam/answers.jsonl: record 3 has no verdict")
+"""
+
+
+def test_a_user_error_of_a_familys_viewer_hook_is_one_line(tmp_path):
+    """`aura view --export`: a family's part refuses its files (UserError) while the pages are written."""
+    site = install_family(tmp_path / "site", "viewfam", [], code=VIEWER_PART, viewer="viewfam:Part")
+    raw = {**base_config("http://127.0.0.1:9/v1", tmp_path / "cache"), "families": ["viewfam"]}
+    raw.pop("aura")
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(raw))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO / "src")]), "AURA_JOB_SERVER": "off"}
+    out = subprocess.run([sys.executable, "-m", "aura", "view", "--configfile", "c.yaml", "--export", "site_out"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr == "error: viewfam/answers.jsonl: record 3 has no verdict\n"

@@ -13,8 +13,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from .errors import ConfigError, UserError  # noqa: F401 - re-exported: callers import them from here
 from .io import atomic_write_text, canonical_json, sha256_text
 from .provider_rules import check as provider_problems
+from .resources import ROOT as REPO_ROOT  # the checkout, or a wheel's copy of prompts/ and config/
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SCHEMA = REPO_ROOT / "config" / "schema.yaml"
 
 

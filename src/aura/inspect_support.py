@@ -9,7 +9,6 @@ Only the families' Inspect task modules import this (Inspect is never imported b
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from inspect_ai import Epochs
@@ -23,7 +22,6 @@ from inspect_ai.util import JSONSchema, LimitExceededError
 from rich.markup import escape
 from rich.text import Text
 
-from .config import REPO_ROOT
 from .llm.structured import parse_structured
 from .prompts import get_prompt, prompt_file
 from .redact import redact, register_environment
@@ -153,10 +151,12 @@ class ConfigModel:
 
 
 def paper_config(name: str):
-    """A config of the repository's `config/` folder (e.g. ``paper.yaml``), loaded and validated."""
+    """A config of the repository's `config/` folder (e.g. ``paper.yaml``; aura.resources: a wheel's copy when
+    installed), loaded and validated."""
     from .config import load_config
+    from .resources import resource_path
 
-    return load_config(Path(REPO_ROOT) / "config" / name)
+    return load_config(resource_path("config", name))
 
 
 def config_model(config, name: str, extra: dict[str, Any] | None = None) -> ConfigModel:

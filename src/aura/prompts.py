@@ -32,10 +32,12 @@ from pathlib import Path
 
 import yaml
 
-from .config import REPO_ROOT, repo_path
+from .config import repo_path
+from .resources import resource_path
 
-# The prompts of the LLM layer itself (JSON instruction and repair, rule repair), shared by every family.
-SHARED_DIR = REPO_ROOT / "prompts" / "llm"
+# The prompts of the LLM layer itself (JSON instruction and repair, rule repair), shared by every family
+# (aura.resources: the checkout's prompts/, or a wheel's copy).
+SHARED_DIR = resource_path("prompts", "llm")
 
 
 def shared_prompt_dir() -> Path:

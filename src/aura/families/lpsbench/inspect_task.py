@@ -45,13 +45,14 @@ from inspect_ai.scorer import SampleScore, Score, Target, metric, scorer
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.tool import Tool, ToolDef, ToolSource, mcp_connection, mcp_server_stdio, mcp_tools
 
-from aura.config import REPO_ROOT, load_config, validate_config
+from aura.config import load_config, validate_config
 from aura.inspect_dataset import ExportSpec, export_files, read_export
 from aura.inspect_support import (UNPARSED, ConfigModel, ModelCallFailed, TaskInputError, config_model, mean_metrics,
                                   paper_config, prompt_record, resolve_models, structured_call, to_chat,
                                   unreduced_epochs)
 from aura.llm.tool_calls import openai_tool
 from aura.prompts import get_prompt
+from aura.resources import resource_path
 
 from . import safe_rate as SR
 from .cases import load_cases
@@ -62,7 +63,7 @@ from .data import broken, case_row, cases_folder, checkout, row_case, section, s
 # the request builders only (tests/core/test_inspect_wheel.py checks it).
 
 PAPER_CONFIG = "lpsbench.yaml"  # config/lpsbench.yaml: lpsbench.evaluator (deepseek-r1-w) and its params
-DEFAULT_CONFIG = REPO_ROOT / "config" / PAPER_CONFIG
+DEFAULT_CONFIG = resource_path("config", PAPER_CONFIG)
 AGENT_ENTRY = "inspect-agent"  # the config model the episode spec names as its agent (its calls go through Inspect)
 EVALUATED = "evaluated"  # the model column of the Safe Rate tables: an Inspect log holds one evaluated model
 EMULATOR_FAILED = "emulated environment failed on "  # how the tool server words an emulator failure

@@ -2,6 +2,7 @@
 file (its config told by its columns), the workflow's JSONL file; every wrong input one line."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -95,3 +96,22 @@ def test_a_hub_id_goes_to_datasets_and_an_unknown_one_is_one_line(tmp_path):
     assert out.stdout.startswith("TaskInputError data=nobody-aura-test/no-such-dataset: no such file or folder, and "
                                  "no fam config of a Hugging Face dataset of that id (fam_text: "), out.stdout
     assert out.stdout.count("\n") == 1
+
+
+def test_the_hub_branch_reads_what_the_local_reader_reads(tmp_path):
+    """`datasets.load_dataset` on an export folder with its card's configs (what a Hub dataset id resolves to),
+    through the Hub branch: the same rows as the folder read locally. Run offline, its cache under tmp_path."""
+    root = export(tmp_path / "export")
+    (root / "README.md").write_text("---\nconfigs:\n" + "".join(
+        f"- config_name: {c}\n  data_files:\n  - split: test\n    path: {c}/test.parquet\n" for c in SPEC.configs)
+        + "---\n")
+    code = ("import json, sys\nfrom aura.inspect_dataset import ExportSpec, _hub, read_export\n"
+            f"spec = ExportSpec('fam', {SPEC.configs!r}, workflow_file='items.jsonl')\n"
+            "hub, local = _hub(sys.argv[1], spec, 'test'), read_export(sys.argv[1], spec)\n"
+            "print(json.dumps([[p.config, p.source] for p in hub]))\n"
+            "assert [(p.config, p.rows) for p in hub] == [(p.config, p.rows) for p in local]\n")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
+    out = subprocess.run([sys.executable, "-c", code, str(root)], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout) == [[c, f"{root} ({c}, test)"] for c in ("fam_text", "fam_image")]

@@ -35,18 +35,21 @@ def _git_status() -> str | None:
     return out.stdout if out.returncode == 0 else None
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    """The plugin installed by pip (from a copy: pip builds in the source folder) into its own folder."""
-    tmp = tmp_path_factory.mktemp("plugin")
-    source = shutil.copytree(PACKAGE, tmp / "src", ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+def pip_install(package: Path, tmp: Path, dist: str) -> Path:
+    """A plugin package installed by pip (from a copy: pip builds in the source folder) into tmp/site."""
+    source = shutil.copytree(package, tmp / "src", ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     target = tmp / "site"
     out = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-input",
                           "--disable-pip-version-check", "--target", str(target), str(source)],
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, f"pip could not install the plugin: {(out.stdout + out.stderr)[-3000:]}"
-    assert list(target.glob("aura_toyfam-*.dist-info")), "no dist-info: the entry point would not be found"
+    assert list(target.glob(f"{dist}-*.dist-info")), "no dist-info: the entry point would not be found"
     return target
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    return pip_install(PACKAGE, tmp_path_factory.mktemp("plugin"), "aura_toyfam")
 
 
 @pytest.fixture

@@ -23,6 +23,8 @@ from aura.families.base import Call, Family, Stage, one_of
 
 P = "aura.families.lpsbench"
 
+# The stats stage's CSVs (`--out <name>`), layout key lpsbench_stats_<name>
+STATS = ("safe_rate_by_risk", "safe_rate_by_domain", "mitigation")
 VARIANT = {"variant": one_of("raw", "mitigated")}
 CASES = {"cases": "lpsbench_cases"}
 AGENT_PROMPTS = ("agent_raw", "agent_clarify", "agent_safety")
@@ -47,7 +49,7 @@ STAGES: dict[str, Stage] = {
     "lpsbench-stats": Stage(
         "Safe Rate per model x risk (Table 3), x domain (Table 4), raw vs mitigated (Fig. 6)", f"{P}.stats:run",
         inputs={**CASES, "excluded": "lpsbench_excluded", "evaluations": None},
-        outputs={name: f"lpsbench_stats_{name}" for name in ("safe_rate_by_risk", "safe_rate_by_domain", "mitigation")}),
+        outputs={name: f"lpsbench_stats_{name}" for name in STATS}),
     "lpsbench-reproduce": Stage(
         "the paper's Tables 3 and 4 beside the run's raw Safe Rates, a verdict per cell; the paper checked against "
         "itself", f"{P}.reproduction:run",
@@ -68,8 +70,6 @@ STAGES: dict[str, Stage] = {
 }
 
 VARIANTS = ("raw", "mitigated")
-# The stats stage's CSVs (`--out <name>`), layout key lpsbench_stats_<name>
-STATS = ("safe_rate_by_risk", "safe_rate_by_domain", "mitigation")
 # Per (model, variant) outputs (layout key lpsbench_<name>); an episode row embeds its execution record
 PER_RUN = ("episodes", "evaluations")
 

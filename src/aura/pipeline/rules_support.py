@@ -210,7 +210,8 @@ def command(stage: str, *, model: str | None = None, judge: str | None = None, s
     if unknown:
         raise ValueError(f"stage '{stage}' declares no option or input '{unknown[0]}'")
     parts = ["{AURA}", stage, "--configfile {CONFIGFILE}"]
-    parts += [f"--{flag} {value}" for flag, value in (("model", model), ("judge", judge), ("shard", shard)) if value]
+    # the CLI's job flags (aura.cli: the job's model, a second model it reads, e.g. a judge's, its shard)
+    parts += [f"{flag} {value}" for flag, value in (("--model", model), ("--judge", judge), ("--shard", shard)) if value]
     parts += [f"--option {k}={v}" for k, v in (options or {}).items()]
     parts += [f"--in {k}={v}" for k, v in (folders or {}).items()]
     if st.inputs or st.outputs:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import os
 from collections import Counter
 import shutil
 import sys
@@ -20,13 +21,19 @@ sys.path[:0] = [str(Path(__file__).parent / group) for group in ("core", "aura",
 
 
 # The suite runs on pytest-xdist workers (pyproject: `-n auto --dist loadscope --no-loadscope-reorder`), one per
-# core (with 4 workers on 2 cores, timing-bound tests went flaky: docs/measurements.md). Each test module goes
+# core and one more (`pytest_xdist_auto_num_workers`): a worker is often idle, waiting on a subprocess, a cluster's
+# queue or a fake server's delay, and the extra one fills those waits (with 4 workers on 2 cores, timing-bound tests
+# went flaky under load: docs/measurements.md has both). Each test module goes
 # whole to one worker, so its module-scoped fixtures (a workflow run read by many tests) are built once. Modules
 # are handed out as xdist itself would (most tests first), except the SLURM module, which goes first: it has three
 # tests but waits minutes on its cluster's queue, and handed out last it ran alone at the end while the other
 # workers idled. (Handing out every long module first was slower on 2 cores: the workflow runs then all compete
 # for the cores at once. Both measured: docs/measurements.md.)
 FIRST = "core/test_slurm.py"
+
+
+def pytest_xdist_auto_num_workers(config):
+    return len(os.sched_getaffinity(0)) + 1
 
 
 def pytest_collection_modifyitems(items):

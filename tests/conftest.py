@@ -25,11 +25,13 @@ sys.path[:0] = [str(Path(__file__).parent / group) for group in ("core", "aura",
 # queue or a fake server's delay, and the extra one fills those waits (with 4 workers on 2 cores, timing-bound tests
 # went flaky under load: docs/measurements.md has both). Each test module goes
 # whole to one worker, so its module-scoped fixtures (a workflow run read by many tests) are built once. Modules
-# are handed out as xdist itself would (most tests first), except the SLURM module, which goes first: it has three
-# tests but waits minutes on its cluster's queue, and handed out last it ran alone at the end while the other
-# workers idled. (Handing out every long module first was slower on 2 cores: the workflow runs then all compete
-# for the cores at once. Both measured: docs/measurements.md.)
-FIRST = "core/test_slurm.py"
+# are handed out as xdist itself would (most tests first), except the two modules whose single tests take minutes,
+# which go first: the SLURM module (three tests, but minutes waiting on its cluster's queue) and the wheel's install
+# into a fresh venv. Handed out late, the SLURM module ran alone at the end while the other workers idled (measured),
+# and the wheel's minutes would do the same. (Handing out every
+# long module first was slower on 2 cores: the workflow runs then all compete for the cores at once. Both measured:
+# docs/measurements.md.)
+FIRST = ("core/test_slurm.py", "core/test_inspect_wheel.py")
 
 
 def pytest_xdist_auto_num_workers(config):
@@ -40,7 +42,8 @@ def pytest_collection_modifyitems(items):
     root = Path(__file__).parent
     modules = [Path(str(item.fspath)).relative_to(root).as_posix() for item in items]
     count = Counter(modules)
-    order = {id(item): (m != FIRST, -count[m]) for item, m in zip(items, modules)}
+    rank = {m: i for i, m in enumerate(FIRST)}
+    order = {id(item): (rank.get(m, len(FIRST)), -count[m]) for item, m in zip(items, modules)}
     items.sort(key=lambda item: order[id(item)])  # stable: collection order among equals and within a module
 
 

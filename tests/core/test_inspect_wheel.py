@@ -91,9 +91,8 @@ def exports(tmp: Path, lps) -> dict[str, Path]:
 
 def install_command(python: Path, wheel: Path) -> list[str]:
     """The install of the wheel and its dependencies from the registry into the fresh venv: uv's where this
-    environment has it (the bootstrap installs it; the same requirements resolved from the same registry, but
-    packages unpacked in parallel and no bytecode compiled: about 2.5 of this test's 3 minutes were pip's), else
-    pip's, as a user types it."""
+    environment has it (the bootstrap installs it: the same requirements from the same registry, the packages
+    fetched and unpacked in parallel, no bytecode compiled), else pip's, as a user types it."""
     if subprocess.run([sys.executable, "-m", "uv", "--version"], capture_output=True).returncode == 0:
         return [sys.executable, "-m", "uv", "pip", "install", "--quiet", "--python", str(python), str(wheel)]
     return [str(python), "-m", "pip", "install", "--quiet", str(wheel)]

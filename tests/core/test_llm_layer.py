@@ -315,6 +315,28 @@ def test_the_wheel_engine_gets_the_schema_as_compact_llguidance_json():
     assert spec == SCHEMA and list(spec["properties"]) == list(SCHEMA["properties"])
 
 
+def test_the_wheel_engine_gets_objects_closed_as_the_gbnf_converter_reads_them():
+    """An object that lists its properties and says nothing of others admits only those under llama-cpp-python's
+    converter; llguidance would admit any key, so the wheel's grammar says additionalProperties false, at every
+    depth, and leaves a schema's own additionalProperties (true, false or a schema) and property-less objects as
+    they are."""
+    from aura.llm.llama_engine import schema_grammar
+
+    open_schema = {"type": "object", "properties": {
+        "tool": {"const": "ls"},
+        "args": {"type": "object", "properties": {"path": {"type": "string"}}},
+        "extra": {"type": "object", "properties": {"k": {"type": "string"}}, "additionalProperties": True},
+        "free": {"type": "object"},
+        "steps": {"type": "array", "items": {"anyOf": [{"type": "object", "properties": {"n": {"type": "integer"}}},
+                                                       {"type": "string"}]}}}}
+    spec = json.loads(schema_grammar(open_schema, "xllamacpp").partition("\nstart: %json ")[2])
+    props = spec["properties"]
+    assert spec["additionalProperties"] is False and props["args"]["additionalProperties"] is False
+    assert props["steps"]["items"]["anyOf"][0]["additionalProperties"] is False
+    assert props["extra"]["additionalProperties"] is True and "additionalProperties" not in props["free"]
+    assert "additionalProperties" not in open_schema["properties"]["args"]  # the caller's schema is not changed
+
+
 def test_json_is_extracted_from_surrounding_text(make_config, server):
     server.set_rules([{"content": 'Sure!\n```json\n{"rationale": "x", "label": "Safe"}\n```'}])
     with client(make_config(structured_output="none")) as llm:

@@ -138,11 +138,34 @@ def _grammar_of(schema_json: str) -> str:
 COMPACT_JSON = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 
 
+def closed(schema):
+    """`schema` with every object that lists its properties and says nothing of others closed
+    (``additionalProperties: false``). llama-cpp-python's GBNF converter reads an absent ``additionalProperties`` so
+    (the listed keys only); llguidance reads it as JSON Schema does (any other key allowed), and the embedded model
+    then went on writing keys of its own until its token limit (an answer cut mid-string). Closing them gives both
+    engines the same grammar."""
+    if isinstance(schema, list):
+        return [closed(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            out[key] = {name: closed(sub) for name, sub in value.items()}
+        elif key in ("items", "anyOf", "oneOf", "allOf", "additionalProperties", "prefixItems"):
+            out[key] = closed(value)
+        else:
+            out[key] = value
+    if "properties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
+
+
 def schema_grammar(schema: dict, engine: str) -> str:
     """The grammar of compact JSON answers valid under `schema`, in the form `engine` reads (module docstring). The
     schema is not key-sorted: an object's properties come in its order."""
     if engine == "xllamacpp":
-        return "%llguidance {}\nstart: %json " + json.dumps({"x-guidance": COMPACT_JSON, **schema})
+        return "%llguidance {}\nstart: %json " + json.dumps({"x-guidance": COMPACT_JSON, **closed(schema)})
     return _grammar_of(json.dumps(schema))
 
 

@@ -23,14 +23,13 @@ sys.path[:0] = [str(Path(__file__).parent / group) for group in ("core", "aura",
 # The suite runs on pytest-xdist workers (pyproject: `-n auto --dist loadscope --no-loadscope-reorder`), one per
 # core and one more (`pytest_xdist_auto_num_workers`): a worker is often idle, waiting on a subprocess, a cluster's
 # queue or a fake server's delay, and the extra one fills those waits (with 4 workers on 2 cores, timing-bound tests
-# went flaky under load: docs/measurements.md has both). Each test module goes
-# whole to one worker, so its module-scoped fixtures (a workflow run read by many tests) are built once. Modules
-# are handed out as xdist itself would (most tests first), except the two modules whose single tests take minutes,
-# which go first: the SLURM module (three tests, but minutes waiting on its cluster's queue) and the wheel's install
-# into a fresh venv. Handed out late, the SLURM module ran alone at the end while the other workers idled (measured),
-# and the wheel's minutes would do the same. (Handing out every
-# long module first was slower on 2 cores: the workflow runs then all compete for the cores at once. Both measured:
-# docs/measurements.md.)
+# went flaky under load: docs/measurements.md has both). Each test module goes whole to one worker, so its
+# module-scoped fixtures (a workflow run read by many tests) are built once. Modules are handed out as xdist itself
+# would (most tests first), except the two modules whose single tests take minutes, which go first: the SLURM module
+# (three tests, but minutes waiting on its cluster's queue) and the wheel's install into a fresh venv. Handed out
+# late, the SLURM module ran alone at the end while the other workers idled (measured), and the wheel's minutes
+# would do the same. (Handing out every long module first was slower on 2 cores: the workflow runs then all compete
+# for the cores at once. Both measured: docs/measurements.md.)
 FIRST = ("core/test_slurm.py", "core/test_inspect_wheel.py")
 
 

@@ -5,8 +5,8 @@
 OLD and NEW are two workflow folders that ran the same config from the same response cache (e.g. the old code's
 checkout, its `paths.cache` pointed at the new run's cache: every call a cache hit). Every file under the output
 folders is compared byte for byte, except provenance sidecars (``*.prov.json``), which are compared without the
-fields that name the run and the code rather than the data: ``run`` (time, host, pid), ``git`` and
-``config_hash``. Prints the files only one side has and the files that differ, then one count line; exit code 1
+fields that name the run and the code rather than the data: ``run`` (time, host, pid; `aura.provenance.without_run`),
+``git`` and ``config_hash``. Prints the files only one side has and the files that differ, then one count line; exit code 1
 when anything differs.
 """
 from __future__ import annotations
@@ -16,8 +16,10 @@ import json
 import sys
 from pathlib import Path
 
+from aura.provenance import without_run
+
 FOLDERS = ("results", "figures", "data/interim", "data/processed")
-NAMING_THE_RUN = ("run", "git", "config_hash")
+NAMING_THE_CODE = ("git", "config_hash")
 
 
 def outputs(root: Path, folders) -> dict[str, Path]:
@@ -27,7 +29,8 @@ def outputs(root: Path, folders) -> dict[str, Path]:
 
 def same(a: Path, b: Path) -> bool:
     if a.name.endswith(".prov.json"):
-        side = [{k: v for k, v in json.loads(p.read_text()).items() if k not in NAMING_THE_RUN} for p in (a, b)]
+        side = [{k: v for k, v in without_run(json.loads(p.read_text())).items() if k not in NAMING_THE_CODE}
+                for p in (a, b)]
         return side[0] == side[1]
     return a.read_bytes() == b.read_bytes()
 

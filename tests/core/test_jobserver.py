@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import sys
 import time
 from pathlib import Path
@@ -185,3 +186,19 @@ def test_the_server_stops_with_its_run_and_leaves_no_folder(served):
         time.sleep(0.1)
     assert not Path(env[jobserver.ENV]).exists()
     assert "jobserver: stopped after" in log_of(tmp / "first")
+
+
+def test_a_cluster_jobs_snakemake_serves_no_job_even_with_the_submitting_runs_folder(monkeypatch):
+    """sbatch exports the submitting run's environment: its AURA_JOB_SERVER must not make a cluster job's jobs
+    start servers (one per job step, each importing everything for one job, each living until that run ends)."""
+    class Workflow:
+        def __init__(self, main: bool):
+            self.is_main_process = main
+
+    monkeypatch.setenv(jobserver.ENV, "/tmp/aura-jobs-0-123-abcd")  # the submitting run's folder, inherited
+    assert jobserver.run_folder(Workflow(main=False)) == "off" and os.environ[jobserver.ENV] == "off"
+    monkeypatch.setenv(jobserver.ENV, "/tmp/aura-jobs-0-123-abcd")  # a main run keeps what it was given
+    assert jobserver.run_folder(Workflow(main=True)) == "/tmp/aura-jobs-0-123-abcd"
+    monkeypatch.delenv(jobserver.ENV)
+    folder = jobserver.run_folder(Workflow(main=True))
+    assert folder.startswith(tempfile.gettempdir()) and f"-{os.getpid()}-" in folder

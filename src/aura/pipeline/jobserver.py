@@ -63,14 +63,19 @@ def server_key(ident: dict) -> str:
 
 def run_folder(workflow) -> str:
     """The Snakefile's call: the folder of this run's job servers (nothing is created until a job asks), or "off"
-    where Snakemake runs a job of another host's run (a cluster job); set as `AURA_JOB_SERVER` for the jobs."""
+    where Snakemake runs a job of another host's run (a cluster job); set as `AURA_JOB_SERVER` for the jobs.
+
+    A cluster job is asked first: its environment came along from the submitting run (sbatch exports it), that
+    run's folder and pid included. Read as given, every job step of a SLURM job (its own SLURM_STEP_ID, so its own
+    server key) started a server, imported everything to run one job, and lived until the submitting run ended;
+    on another host the folder and pid mean nothing at all."""
     import secrets
     import tempfile
 
-    if os.environ.get(ENV):
-        return os.environ[ENV]  # given: "off", or an outer run's
     if not workflow.is_main_process:
         folder = "off"
+    elif os.environ.get(ENV):
+        return os.environ[ENV]  # given: "off", or an outer run's
     else:  # short: a socket's path holds at most 107 bytes
         folder = str(Path(tempfile.gettempdir(), f"aura-jobs-{os.getuid()}-{os.getpid()}-{secrets.token_hex(4)}"))
     os.environ[ENV] = folder

@@ -8,8 +8,8 @@ import json
 import os
 import signal
 import subprocess
-import tempfile
 import sys
+import tempfile
 import time
 from pathlib import Path
 

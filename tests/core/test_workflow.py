@@ -105,17 +105,18 @@ def test_constraints_pin_every_dependency_within_pyprojects_ranges():
     pyproject.toml allows (a dependency added without relocking fails here, not in a user's install), and the
     bootstrap installs through it."""
     from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     pins: dict[str, list[str]] = {}
     for line in (REPO / "constraints.txt").read_text().splitlines():
         if line and not line.startswith((" ", "#")):
-            name, version = line.split(";")[0].strip().split("==")
-            pins.setdefault(name.lower().replace("_", "-"), []).append(version)
+            pin = Requirement(line)  # `name==version ; markers`
+            pins.setdefault(canonicalize_name(pin.name), []).append(str(pin.specifier).removeprefix("=="))
     wanted = [Requirement(r) for r in project["dependencies"] + sum(project["optional-dependencies"].values(), [])]
     assert len(pins) > 200
     for req in wanted:
-        name = req.name.lower().replace("_", "-")
+        name = canonicalize_name(req.name)
         assert name in pins, f"{req.name} is not pinned: run bash scripts/lock.sh"
         assert all(req.specifier.contains(v, prereleases=True) for v in pins[name]), (req, pins[name])
     bootstrap = (REPO / "scripts" / "bootstrap.sh").read_text()

@@ -110,6 +110,25 @@ def test_status_and_output_reach_the_job(served):
         assert ok.returncode == 0 and "executed" in ok.stdout
 
 
+def test_a_served_job_collects_only_what_it_made(served):
+    """The server freezes what it loaded before it forks (gc.freeze): a job's collections, IPython's full one at the
+    end of every render among them, walk only the job's own objects; a job in its own process freezes nothing."""
+    tmp, env, _ = served
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import gc\nprint(gc.isenabled(), gc.get_freeze_count())")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp / "gc.ipynb")
+    seen = {}
+    for name, e in (("own", {**BASE_ENV, jobserver.ENV: "off"}), ("served", env)):
+        out = aura(tmp, e, "render", "gc.ipynb", f"gc_{name}.ipynb")
+        assert out.returncode == 0, out.stderr
+        text = json.loads((tmp / f"gc_{name}.ipynb").read_text())["cells"][0]["outputs"][0]["text"]
+        enabled, frozen = "".join(text).split()
+        seen[name] = (enabled, int(frozen))
+    assert seen["own"] == ("True", 0)
+    assert seen["served"][0] == "True" and seen["served"][1] > 50_000, seen  # the server's modules: ~300,000
+
+
 def test_a_signal_reaches_the_served_child(served):
     """Snakemake stops a job with SIGTERM: the job's process relays it to the child, and exits as it did."""
     tmp, env, _ = served
@@ -163,6 +182,20 @@ def test_no_live_run_means_its_own_process(served, tmp_path):
     e = {**env, jobserver.ENV: str(tmp_path / "servers"), jobserver.RUN_PID_ENV: str(dead.pid)}
     out = aura(tmp, e, "render", "--help")
     assert out.returncode == 0 and not (tmp_path / "servers").exists()
+
+
+def test_a_server_whose_run_is_over_stops_its_warm_up(tmp_path):
+    """A short run can end before its server has imported everything: the server then imports no more (before, it
+    went on for seconds of CPU through pandas, matplotlib and papermill for no job) and its folders go."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    folder = tmp_path / "servers" / "key"
+    folder.mkdir(parents=True)
+    out = subprocess.run([sys.executable, "-m", "aura.serve_jobs", str(folder), str(dead.pid)], cwd=tmp_path,
+                         env=BASE_ENV, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "jobserver: warm-up stopped at aura.cli: the run is over" in out.stdout, out.stdout
+    assert "warm after" not in out.stdout and not (tmp_path / "servers").exists()
 
 
 def test_a_changed_module_is_noticed(tmp_path):

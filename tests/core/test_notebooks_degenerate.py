@@ -11,24 +11,24 @@ synthetic panels built below, for five cases:
   so every panel label is ``unresolved``;
 - ``empty``: no item survived construction (every table empty, with its header).
 
-Every notebook in ``REPORTS`` is then executed on every case (papermill's parameter injection, cells run by
-nbclient in one kernel that is reset between notebooks, to keep the test fast); each must finish and leave its
-table(s) / figure. One real ``python -m aura render`` run covers the command path on the case that crashed
+Every notebook in ``REPORTS`` is then rendered on every case as a `render_<name>` job renders it
+(`aura.pipeline.render.render`: papermill with the in-process kernel, here in the test's own process; a kernel
+process per notebook cost three times the CPU, most of it the kernel's per-cell overhead); each must finish and
+leave its table(s) / figure. One real ``python -m aura render`` run covers the command path on the case that crashed
 before (a model judged Safe everywhere: Wilson lower bound 2.8e-17 above a rate of 0 gave a negative error
 bar).
 """
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import nbformat
 import pandas as pd
 import pytest
-from nbclient import NotebookClient
-from papermill.iorw import load_notebook_node
-from papermill.parameterize import parameterize_notebook
 
 from aura.config import validate_config
 from aura.families import family_of_report
@@ -37,6 +37,7 @@ from aura.families.aura.evaluate.format_sample import format_table
 from aura.families.aura.evaluate.panel import majority
 from aura.families.aura.notebooks import TABLE33_TITLES, table33_cells
 from aura.notebook_helpers import display_names, error_bars, read, share_cell, write_table
+from aura.pipeline.render import render
 from aura.families.aura.reports import REPORTS  # AURA's reports; the other families test their own notebooks
 from aura.families.aura.stats import consistency, metrics, rates, reliability, tables, vendor_overlap
 from aura.families.aura.stats.human_validation import consensus, ensemble_sensitivity, human_validation, judge_accuracy, units
@@ -263,25 +264,25 @@ def expected_outputs(name: str, out: Path) -> list[Path]:
     return files + [out / "tables" / f"{t}.{ext}" for t in spec.get("tables", []) for ext in ("csv", "md")]
 
 
-@pytest.fixture(scope="module")
-def kernel():
-    """One kernel for every notebook; `%reset -f` and closing figures between notebooks."""
-    nb = nbformat.v4.new_notebook()
-    client = NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(REPO)}})
-    with client.setup_kernel():
-        yield client
+@pytest.fixture(scope="module", autouse=True)
+def frozen_heap():
+    """What this worker has loaded stays out of the garbage collector's passes while its notebooks render
+    (gc.freeze, as the job server does before it forks a job): each render ends with IPython's full collection
+    (the shell's reset), which otherwise walks the whole worker's heap (0.22 s a notebook, most of a table's)."""
+    gc.freeze()
+    yield
+    gc.unfreeze()
 
 
-def execute(client: NotebookClient, name: str, parameters: dict[str, str], reports=REPORTS) -> nbformat.NotebookNode:
-    nb = parameterize_notebook(load_notebook_node(str(family_of_report(name).notebooks_dir / reports[name]["notebook"])),
-                               parameters)
-    client.nb = nb
-    reset = nbformat.v4.new_code_cell("%reset -f\nimport matplotlib.pyplot as _plt\n_plt.close('all')")
-    client.execute_cell(reset, 0)
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type == "code":
-            client.execute_cell(cell, index)  # raises CellExecutionError with the notebook's traceback
-    return nb
+def execute(name: str, parameters: dict[str, str], out: Path) -> nbformat.NotebookNode:
+    """Render `name` as its job does (a failing cell raises papermill's error with the notebook's traceback);
+    the executed notebook. Figures a notebook left open are closed (they would stay in this process's pyplot)."""
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        render(family_of_report(name).notebook(name), out / "executed.ipynb", parameters)
+    finally:
+        plt.close("all")
+    return nbformat.read(out / "executed.ipynb", as_version=4)
 
 
 def no_rows(path: Path) -> bool:
@@ -311,11 +312,11 @@ def notebooks_for(case: str) -> list[str]:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_every_notebook_renders(kernel, tmp_path, case):
+def test_every_notebook_renders(tmp_path, case):
     paths = write_stats(case, tmp_path / "stats")
     for name in notebooks_for(case):
         out = tmp_path / name
-        nb = execute(kernel, name, params(name, paths, out))
+        nb = execute(name, params(name, paths, out), out)
         for f in expected_outputs(name, out):
             assert f.exists() and f.stat().st_size > 0, f"{case}: {name} did not write {f.name}"
         if all(no_rows(paths[key]) for key in REPORTS[name]["inputs"]):  # says why it is empty
@@ -426,7 +427,7 @@ def pas_write_construction(case: str, out: Path) -> dict[str, Path]:
 
 
 @pytest.mark.parametrize("case", PAS_CASES)
-def test_every_pasbench_notebook_renders(kernel, tmp_path, case):
+def test_every_pasbench_notebook_renders(tmp_path, case):
     from aura.families.pasbench import REPORTS as PAS_REPORTS
 
     paths = {**pas_write_stats(case, tmp_path / "stats"), **pas_write_construction(case, tmp_path / "construct")}
@@ -434,7 +435,7 @@ def test_every_pasbench_notebook_renders(kernel, tmp_path, case):
         if name == "pasbench_construction" and case not in ("mixed", "empty"):
             continue  # does not read the judgments
         out = tmp_path / name
-        nb = execute(kernel, name, params_for(spec, name, paths, out), PAS_REPORTS)
+        nb = execute(name, params_for(spec, name, paths, out), out)
         for f in outputs_of(spec, name, out):
             assert f.exists() and f.stat().st_size > 0, f"{case}: {name} did not write {f.name}"
         if case == "empty":  # says why it is empty
@@ -499,13 +500,13 @@ def lps_write_stats(case: str, out: Path) -> dict[str, Path]:
 
 
 @pytest.mark.parametrize("case", LPS_CASES)
-def test_every_lpsbench_notebook_renders(kernel, tmp_path, case):
+def test_every_lpsbench_notebook_renders(tmp_path, case):
     from aura.families.lpsbench import REPORTS as LPS_REPORTS
 
     paths = lps_write_stats(case, tmp_path / "stats")
     for name, spec in LPS_REPORTS.items():
         out = tmp_path / name
-        nb = execute(kernel, name, params_for(spec, name, paths, out), LPS_REPORTS)
+        nb = execute(name, params_for(spec, name, paths, out), out)
         for f in outputs_of(spec, name, out):
             assert f.exists() and f.stat().st_size > 0, f"{case}: {name} did not write {f.name}"
         if case == "empty":

@@ -87,10 +87,18 @@ def in_process_kernel_manager() -> type:
 
         def shutdown_kernel(self, now=False, restart=False):
             if self.kernel is not None:
+                import atexit
+
+                shell = self.kernel.shell
                 self.kernel.iopub_thread.stop()
+                # what IPython does for a shell when the interpreter exits (its namespace cleared, its history
+                # session closed and the history's thread stopped), done when the kernel ends: a process that
+                # renders several notebooks no longer keeps every shell, with its namespace and thread, until exit
+                atexit.unregister(shell.atexit_operations)
+                shell.atexit_operations()
                 # the shell is a process-wide singleton: gone with its kernel, so that after a render this
                 # process is no longer "inside IPython" (get_ipython() is None again; inspect_ai, for one, asks)
-                type(self.kernel.shell).clear_instance()
+                type(shell).clear_instance()
                 self.kernel = None
 
     return Manager

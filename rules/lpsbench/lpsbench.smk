@@ -14,11 +14,10 @@ LPS_VARIANT_RE = "|".join(LPS.VARIANTS)
 LPS_EMULATOR, LPS_USER, LPS_EVALUATOR = LPSC["emulator"], LPSC["user_simulator"], LPSC["evaluator"]
 # The prompts an episode job renders: the agent's and the emulator's (emulated back-end); mitigated adds both
 # mitigations, and the simulated user's with the ask_user extension.
-from aura.families.lpsbench.episodes import prompts_of as lps_prompts_of
 from aura.families.lpsbench.retry import params_value as lps_retry_param
 
 LPS_PROMPTS = {v: [n for n in ("agent_raw", "emulator", "agent_clarify", "agent_safety", "user_simulator")
-                    if n in lps_prompts_of(config, v)] for v in LPS.VARIANTS}
+                    if n in LD.prompts_of(config, v)] for v in LPS.VARIANTS}
 LPS_EPISODE_CFG = S.section_hash(LPSC["max_steps"], LPSC["step_unit"], LPSC["max_episode_tokens"], LPSC["params"],
                                  LPSC["model_params"], LPSC["tools"], LPSC["ask_user_extension"],
                                  *([LPSC["texts"]] if LPSC.get("texts") else []))  # texts: set only when given

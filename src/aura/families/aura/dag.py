@@ -5,7 +5,6 @@ from __future__ import annotations
 from aura.pipeline.layout import layout
 
 from .settings import roles, section, vendor_overlaps  # noqa: F401 - rules call A.vendor_overlaps
-from .stats.human_validation import read_human_labels
 
 
 def shards(config: dict) -> list[int]:
@@ -36,6 +35,9 @@ def validation_judges(config: dict) -> list[str]:
 
 def human_label_models(config: dict) -> list[str]:
     """Evaluated models named in the human-label CSV (read, and checked, when the DAG is built)."""
+    from .stats.human_validation import read_human_labels  # here: it brings pandas, scipy and statsmodels, which
+    # reading the Snakefile needs only when a human-label file is named (most of a second of every invocation)
+
     path = config["paths"]["human_labels"]
     models = sorted(set(read_human_labels(path)["model"]))
     unknown = [m for m in models if m not in roles(config)["evaluated"]]

@@ -8,6 +8,7 @@ from aura.pipeline import rules_support as S
 from aura.pipeline.layout import layout
 
 from . import cases_dir, section
+from .spec import EMULATOR_PROMPT, USER_PROMPT
 
 
 def model_hash(config: dict, *models: str | None) -> str:
@@ -21,6 +22,18 @@ def episode_models(config: dict, wc) -> list[str | None]:
     emulated = lp["tools"].get("backend", "emulated") == "emulated"
     return [wc.model, lp["emulator"] if emulated else None,
             lp["user_simulator"] if wc.variant == "mitigated" and lp["ask_user_extension"] else None]
+
+
+def prompts_of(config: dict, variant: str) -> tuple[str, ...]:
+    """The prompts an episodes job renders: the agent's, the emulator's (emulated back-end), the mitigations'
+    and the simulated user's (ask_user extension). Here, not in episodes.py, so that reading the Snakefile does
+    not import the agent and its MCP client (a second of every snakemake invocation)."""
+    lp = section(config)
+    emulated = ((lp.get("tools") or {}).get("backend") or "emulated") == "emulated"
+    names = ("agent_raw",) + ((EMULATOR_PROMPT,) if emulated else ())
+    if variant == "mitigated":
+        names += ("agent_clarify", "agent_safety") + ((USER_PROMPT,) if lp.get("ask_user_extension") else ())
+    return names
 
 
 def from_generated(config: dict) -> bool:

@@ -61,8 +61,9 @@ from aura.prompts import get_prompt
 
 from . import retry
 from .agent import run_case
+from .dag import prompts_of
 from .data import checkout, row_case, section, texts_root
-from .spec import EMULATOR_PROMPT, USER_PROMPT, AgentSettings, EpisodeSpec, ToolBackend
+from .spec import AgentSettings, EpisodeSpec, ToolBackend
 from .upstream_tools import isolation, module_path
 
 VARIANTS = ("raw", "mitigated")
@@ -148,16 +149,6 @@ def spec_for(config, case, model: str, variant: str, calls_file: Path) -> Episod
                        emulator_model=emulator if emulated else None, sample=0, settings=settings,
                        emulator_calls=str(calls_file), user_model=user, tools=backend, behaviour=behaviour,
                        texts=texts_root(config.raw))
-
-
-def prompts_of(raw: dict, variant: str) -> tuple[str, ...]:
-    """The prompts an episodes job renders: the agent's, the emulator's (emulated back-end), the mitigations'
-    and the simulated user's (ask_user extension)."""
-    emulated = ((setting(raw, "tools") or {}).get("backend") or "emulated") == "emulated"
-    names = ("agent_raw",) + ((EMULATOR_PROMPT,) if emulated else ())
-    if variant == "mitigated":
-        names += ("agent_clarify", "agent_safety") + ((USER_PROMPT,) if setting(raw, "ask_user_extension") else ())
-    return names
 
 
 def _stage_failure(exc: BaseException) -> StageFailed | None:

@@ -482,7 +482,7 @@ def serve(folder: Path, run_pid: int, program: Program, prepare: Callable[[], ob
     `program(argv)` in a forked child; `prepare` is warm_steps' first import."""
     started = time.monotonic()
     # Python's advice for a process that forks without exec (the gc module's docs, gc.freeze): no collection in
-    # the server (its imports make little garbage), and its objects frozen before each fork. A job's collections
+    # the server while it imports (they make little garbage), and its objects frozen before each fork. A job's collections
     # then walk only what the job made: a render ends with IPython's full collection (the shell's reset), 0.25 s
     # over the server's ~300,000 objects, and no collection writes to the shared pages (copy-on-write).
     gc.disable()
@@ -502,6 +502,8 @@ def serve(folder: Path, run_pid: int, program: Program, prepare: Callable[[], ob
             print(f"jobserver: warm after {time.monotonic() - started:.1f} s: {len(sys.modules)} modules, "
                   f"{len(server.state)} of the package's files watched, {server.served} jobs served meanwhile",
                   flush=True)
+        gc.freeze()  # the warm heap out of the server's own collections from now on, which run again: a server
+        gc.enable()  # lives as long as its run (days for a paper run), and its accept loop may make cyclic garbage
         while not server.stale and _alive(run_pid):
             server.poll(POLL_S)
     finally:

@@ -40,13 +40,13 @@ L = layout(config)
 LOGS = config["paths"]["logs"]
 AURA = f"{sys.executable} -m aura"
 # The run holds a lease on the shared embedded llama.cpp server (aura.llm.local_server): it stays up
-# between jobs and stops as soon as this process ends, however it ends (kill -9 included).
-os.environ.setdefault("AURA_RUN_PID", str(os.getpid()))
+# between jobs and stops as soon as this process ends, however it ends (kill -9 included): AURA_RUN_PID.
 # The jobs run in children of one warm process of the run, which imported the package, pandas, matplotlib and
 # papermill once (aura.pipeline.jobserver; the first job starts it, none in a dry run): AURA_JOB_SERVER names its
 # folder. Each job is still its own process, log and exit status. AURA_JOB_SERVER=off: every job imports alone.
-from aura.pipeline.jobserver import run_folder
+from aura.pipeline.jobserver import hold_run, run_folder
 
+hold_run(workflow)
 run_folder(workflow)
 S.register_endpoint_resources(workflow, config)
 

@@ -235,3 +235,18 @@ def test_a_cluster_jobs_snakemake_serves_no_job_even_with_the_submitting_runs_fo
     monkeypatch.delenv(jobserver.ENV)
     folder = jobserver.run_folder(Workflow(main=True))
     assert folder.startswith(tempfile.gettempdir()) and f"-{os.getpid()}-" in folder
+
+
+def test_a_cluster_job_holds_the_run_itself_not_the_submitting_runs_pid(monkeypatch):
+    """sbatch exports the submitting run's AURA_RUN_PID too: a cluster job's Snakemake holds the run (the leases on
+    the shared embedded-model server, its job servers) with its own pid; a main run keeps a pid given to it."""
+    class Workflow:
+        def __init__(self, main: bool):
+            self.is_main_process = main
+
+    monkeypatch.setenv(jobserver.RUN_PID_ENV, "123")  # the submitting run's, inherited
+    assert jobserver.hold_run(Workflow(main=False)) == str(os.getpid()) == os.environ[jobserver.RUN_PID_ENV]
+    monkeypatch.setenv(jobserver.RUN_PID_ENV, "123")  # an outer run's, given to a main run: kept
+    assert jobserver.hold_run(Workflow(main=True)) == "123"
+    monkeypatch.delenv(jobserver.RUN_PID_ENV)
+    assert jobserver.hold_run(Workflow(main=True)) == str(os.getpid())

@@ -62,6 +62,18 @@ def server_key(ident: dict) -> str:
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def hold_run(workflow) -> str:
+    """The Snakefile's call: the pid of the process whose life is the run's (`AURA_RUN_PID`: the job servers and the
+    shared embedded-model server live while it does). A cluster job holds it itself: the pid it inherited names the
+    submitting run, a process of another host or one whose life is not this job's (the embedded-model server of a
+    job step then outlived it, leased by that run). A main run keeps one given to it (an outer run's)."""
+    if not workflow.is_main_process:
+        os.environ[RUN_PID_ENV] = str(os.getpid())
+    else:
+        os.environ.setdefault(RUN_PID_ENV, str(os.getpid()))
+    return os.environ[RUN_PID_ENV]
+
+
 def run_folder(workflow) -> str:
     """The Snakefile's call: the folder of this run's job servers (nothing is created until a job asks), or "off"
     where Snakemake runs a job of another host's run (a cluster job); set as `AURA_JOB_SERVER` for the jobs.

@@ -15,7 +15,6 @@ import sys
 import time
 from pathlib import Path
 
-import anthropic
 import pytest
 import yaml
 
@@ -24,7 +23,6 @@ from aura.io import read_jsonl
 from aura.llm import Cache, LLMClient, LLMRequest
 from aura.llm.accounting import Accounting
 from aura.llm.batch import BatchStillRunning
-from aura.llm.batch_anthropic import chat_completion, message_params
 from aura.llm.errors import StageFailed
 from conftest import REPO, base_config
 from test_batch import judge_command
@@ -163,6 +161,8 @@ def test_the_batch_request_field_by_field(make_config, server, anth, tmp_path):
 
 
 def test_message_params_translation():
+    from aura.llm.batch_anthropic import message_params  # here: the anthropic SDK costs each worker 2 s to collect
+
     cfg = validate_config(base_config("http://127.0.0.1:9", Path("/tmp/unused/cache"), structured_output="none",
                                       batch="anthropic", extra_sampling=["top_k"]))
     model = cfg.models["m"]
@@ -207,6 +207,10 @@ def test_a_model_without_max_tokens_stops_the_job_before_anything_is_sent(make_c
 
 
 def test_results_become_chat_completions():
+    import anthropic
+
+    from aura.llm.batch_anthropic import chat_completion
+
     message = anthropic.types.Message.model_validate({
         "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x", "stop_sequence": None,
         "content": [{"type": "text", "text": "{\"a\": "}, {"type": "text", "text": "1}"}],

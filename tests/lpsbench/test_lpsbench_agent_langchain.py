@@ -14,11 +14,6 @@ import os
 
 import openai
 import pytest
-from langchain.agents import create_agent
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, ToolMessage, convert_to_openai_messages
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from aura.config import validate_config
 from aura.families.lpsbench.agent import run_case
@@ -47,30 +42,37 @@ def rules() -> list[dict]:
     return out
 
 
-class ServerChat(BaseChatModel):
-    """The least chat model LangChain's agent needs: one openai call per turn to the fake server."""
-    base_url: str
-    tools: list = []
-
-    @property
-    def _llm_type(self) -> str:
-        return "fake-openai-server"
-
-    def bind_tools(self, tools, **kwargs):
-        return self.model_copy(update={"tools": [convert_to_openai_tool(t) for t in tools]})
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-        client = openai.OpenAI(base_url=self.base_url, api_key="not-needed", max_retries=0)
-        res = client.chat.completions.create(model=AGENT, messages=convert_to_openai_messages(messages),
-                                             tools=self.tools or openai.NOT_GIVEN)
-        msg = res.choices[0].message
-        calls = [{"name": c.function.name, "args": json.loads(c.function.arguments), "id": c.id, "type": "tool_call"}
-                 for c in msg.tool_calls or []]
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=msg.content or "", tool_calls=calls))])
-
-
 def langchain_run(server, folder) -> tuple[list[tuple[str, str, str]], Exception | None]:
-    """(tool name, content, status) of every ToolMessage LangChain's agent wrote, and what ended its run."""
+    """(tool name, content, status) of every ToolMessage LangChain's agent wrote, and what ended its run.
+    LangChain is imported here, by the one test that runs it, not by every worker's collection (a second each)."""
+    from langchain.agents import create_agent
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage, ToolMessage, convert_to_openai_messages
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    class ServerChat(BaseChatModel):
+        """The least chat model LangChain's agent needs: one openai call per turn to the fake server."""
+        base_url: str
+        tools: list = []
+
+        @property
+        def _llm_type(self) -> str:
+            return "fake-openai-server"
+
+        def bind_tools(self, tools, **kwargs):
+            return self.model_copy(update={"tools": [convert_to_openai_tool(t) for t in tools]})
+
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+            client = openai.OpenAI(base_url=self.base_url, api_key="not-needed", max_retries=0)
+            res = client.chat.completions.create(model=AGENT, messages=convert_to_openai_messages(messages),
+                                                 tools=self.tools or openai.NOT_GIVEN)
+            msg = res.choices[0].message
+            calls = [{"name": c.function.name, "args": json.loads(c.function.arguments), "id": c.id,
+                      "type": "tool_call"} for c in msg.tool_calls or []]
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content=msg.content or "",
+                                                                            tool_calls=calls))])
+
     spec = importlib.util.spec_from_file_location("fixture_rc_1", CHECKOUT / "tools" / "fileio_RC_1.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

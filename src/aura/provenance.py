@@ -43,20 +43,20 @@ def family_package(stage: str) -> dict | None:
 
 
 @functools.cache
-def _tracked_versions() -> tuple[tuple[str, str | None], ...]:
+def _tracked_versions() -> dict[str, str | None]:
     """The tracked packages' versions, looked up once per process (each lookup scans the environment's
     dist-info folders: 18 ms a sidecar for the fourteen, and a job, a test worker, writes many sidecars)."""
-    out = []
+    out = {}
     for name in TRACKED_PACKAGES:
         try:
-            out.append((name, importlib.metadata.version(name)))
+            out[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
-            out.append((name, None))
-    return tuple(out)
+            out[name] = None
+    return out
 
 
 def package_versions() -> dict[str, str | None]:
-    out = dict(_tracked_versions())
+    out = dict(_tracked_versions())  # a copy: the caller's to extend
     from .llm.llama_engine import versions  # the embedded engine's build, when there is one
 
     out.update(versions())

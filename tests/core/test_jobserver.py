@@ -221,13 +221,15 @@ def test_the_server_stops_with_its_run_and_leaves_no_folder(served):
     assert "jobserver: stopped after" in log_of(tmp / "first")
 
 
+class Workflow:
+    """What jobserver's Snakefile calls read of Snakemake's workflow object: is this the main process or a cluster job."""
+    def __init__(self, main: bool):
+        self.is_main_process = main
+
+
 def test_a_cluster_jobs_snakemake_serves_no_job_even_with_the_submitting_runs_folder(monkeypatch):
     """sbatch exports the submitting run's environment: its AURA_JOB_SERVER must not make a cluster job's jobs
     start servers (one per job step, each importing everything for one job, each living until that run ends)."""
-    class Workflow:
-        def __init__(self, main: bool):
-            self.is_main_process = main
-
     monkeypatch.setenv(jobserver.ENV, "/tmp/aura-jobs-0-123-abcd")  # the submitting run's folder, inherited
     assert jobserver.run_folder(Workflow(main=False)) == "off" and os.environ[jobserver.ENV] == "off"
     monkeypatch.setenv(jobserver.ENV, "/tmp/aura-jobs-0-123-abcd")  # a main run keeps what it was given
@@ -240,10 +242,6 @@ def test_a_cluster_jobs_snakemake_serves_no_job_even_with_the_submitting_runs_fo
 def test_a_cluster_job_holds_the_run_itself_not_the_submitting_runs_pid(monkeypatch):
     """sbatch exports the submitting run's AURA_RUN_PID too: a cluster job's Snakemake holds the run (the leases on
     the shared embedded-model server, its job servers) with its own pid; a main run keeps a pid given to it."""
-    class Workflow:
-        def __init__(self, main: bool):
-            self.is_main_process = main
-
     monkeypatch.setenv(jobserver.RUN_PID_ENV, "123")  # the submitting run's, inherited
     assert jobserver.hold_run(Workflow(main=False)) == str(os.getpid()) == os.environ[jobserver.RUN_PID_ENV]
     monkeypatch.setenv(jobserver.RUN_PID_ENV, "123")  # an outer run's, given to a main run: kept

@@ -14,9 +14,9 @@ synthetic panels built below, for five cases:
 Every notebook in ``REPORTS`` is then rendered on every case as a `render_<name>` job renders it
 (`aura.pipeline.render.render`: papermill with the in-process kernel, here in the test's own process; one kernel
 process reset before each notebook cost 1.7 times the CPU, most of it the reset's full garbage collection of the
-kernel's heap); each must finish and leave its table(s) / figure. One real ``python -m aura render`` run covers the command path on the case that crashed
-before (a model judged Safe everywhere: Wilson lower bound 2.8e-17 above a rate of 0 gave a negative error
-bar).
+kernel's heap); each must finish and leave its table(s) / figure. One real ``python -m aura render`` run covers
+the command path on the case that crashed before (a model judged Safe everywhere: Wilson lower bound 2.8e-17 above
+a rate of 0 gave a negative error bar).
 """
 from __future__ import annotations
 

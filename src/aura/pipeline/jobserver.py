@@ -494,9 +494,9 @@ def serve(folder: Path, run_pid: int, program: Program, prepare: Callable[[], ob
     `program(argv)` in a forked child; `prepare` is warm_steps' first import."""
     started = time.monotonic()
     # Python's advice for a process that forks without exec (the gc module's docs, gc.freeze): no collection in
-    # the server while it imports (they make little garbage), and its objects frozen before each fork. A job's collections
-    # then walk only what the job made: a render ends with IPython's full collection (the shell's reset), 0.25 s
-    # over the server's ~300,000 objects, and no collection writes to the shared pages (copy-on-write).
+    # the server while it imports (they make little garbage), and its objects frozen before each fork. A job's
+    # collections then walk only what the job made: a render ends with IPython's full collection (the shell's
+    # reset), 0.25 s over the server's ~300,000 objects, and no collection writes to the shared pages.
     gc.disable()
     server = Server(folder, run_pid, program)
     try:

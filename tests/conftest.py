@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from aura.config import validate_config
+from aura.quick_exit import skip_final_collections
 from fake_openai import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,6 +32,7 @@ sys.path[:0] = [str(Path(__file__).parent / group) for group in ("core", "aura",
 # would do the same. (Handing out every long module first was slower on 2 cores: the workflow runs then all compete
 # for the cores at once. Both measured: docs/measurements.md.)
 FIRST = ("core/test_slurm.py", "core/test_inspect_wheel.py")
+skip_final_collections()  # a worker exits without walking its heap (every module the suite imported) twice more
 
 
 def pytest_xdist_auto_num_workers(config):

@@ -205,4 +205,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from aura.quick_exit import skip_final_collections
+
+    skip_final_collections()
     sys.exit(main())

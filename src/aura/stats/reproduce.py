@@ -31,6 +31,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import UserError
+from .intervals import wilson
 
 COLUMNS = ["table", "row", "column", "value", "unit", "n", "where", "measures", "model", "note"]
 UNITS = ("percent", "fraction", "count", "r")
@@ -129,10 +130,7 @@ class Estimate:
 
 
 def wilson_estimate(k: int, n: int, reason: str | None = None) -> Estimate:
-    """k/n with its Wilson 95% interval (``aura.stats.intervals.wilson``; statsmodels imported here, not by the
-    end-of-run summary, which reads verdicts only)."""
-    from .intervals import wilson
-
+    """k/n with its Wilson 95% interval (``aura.stats.intervals.wilson``)."""
     lo, hi = wilson(k, n)
     return Estimate(k / n if n else float("nan"), lo, hi, n, "fraction", "wilson", reason)
 

@@ -85,7 +85,7 @@ rule lpsbench_stats:
     localrule: True   # no model call: on a cluster it runs in the main Snakemake process
     input: **S.inputs(config, "lpsbench-stats", **LPS_EVALS)
     output: **S.outputs(config, "lpsbench-stats")
-    params: io=S.io
+    params: io=S.io, cfg=S.section_hash(LPSC["broken_cases"])
     log: f"{LOGS}/lpsbench_stats/lpsbench_stats.log"
     shell: S.command("lpsbench-stats")
 

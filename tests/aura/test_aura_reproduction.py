@@ -1,18 +1,20 @@
-"""AURA's reproduction stage (issue 34): hand-derived verdicts on a small fixture, every row "demo data" on the
-default config, the report notebook renders (table, findings, forest figure), the end-of-run line."""
+"""AURA's reproduction stage: hand-derived verdicts on a small fixture, every row "demo data" on the default
+config, the report notebook renders (tables, findings, figure), the end-of-run line."""
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 import yaml
 
 from aura.config import load_config
 from aura.families.aura.stats.flips import ALL_MODELS
 from aura.families.aura.stats.reproduction import REFERENCE, lookup_for
-from aura.stats.reproduce import COLUMNS
+from aura.stats.reference import COLUMNS
 from aura.stats.reproduction import verdict_table
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,6 +38,7 @@ def ref_folder(tmp: Path) -> Path:
     tmp.mkdir(parents=True, exist_ok=True)
     for name, part in rows.items():
         pd.DataFrame(part, columns=COLUMNS).to_csv(tmp / name, index=False)
+    shutil.copy(REFERENCE / "margins.yaml", tmp)  # the family's margins: 10 points on a rate
     return tmp
 
 
@@ -48,17 +51,24 @@ def stats() -> dict[str, pd.DataFrame]:
 
 
 def test_hand_derived_verdicts(tmp_path):
-    v = verdict_table(ref_folder(tmp_path / "ref"), lookup_for(stats()))
-    got = {(r.row, r.column): (r.verdict, r.reason) for r in v.itertuples()}
-    # a: 17/100, Wilson [10.9%, 25.8%] holds 16.9 -> within; b: the same interval misses 50.0 -> outside;
-    # c: no Table 33 row -> not produced
-    assert got["A", "unsafe"] == ("within", "") and got["B", "unsafe"] == ("outside", "")
-    assert got["C", "unsafe"] == ("not comparable", "not produced")
-    # RS5: 45/86 = 52.33% (Wilson [41.9, 62.5]) holds 52.3; the count 45 of 86 is exact; RS2: n 77 is not the paper's 78
-    assert got["RS5 Oversight", "flips"] == ("within", "") and got["RS5 Oversight", "flipped"] == ("within", "")
-    assert got["RS2 Scale", "flips"] == ("not comparable", "different n: paper 78, reproduced 77")
-    rs5 = v[v["column"] == "flips"].iloc[0]
-    assert round(rs5["reproduced"], 2) == 52.33 and round(rs5["difference"], 2) == 0.03
+    v = verdict_table(ref_folder(tmp_path / "ref"), lookup_for(stats())).set_index(["row", "column"])
+    # a: 17/100 against 16.9% (the paper states no n: the run's 100 assumed, so 17/100 against 17/100): the
+    # difference's 90% Newcombe interval is about +-8.7 points, inside the 10-point margin -> reproduced
+    a = v.loc["A", "unsafe"]
+    assert (a["verdict"], a["reported_n"]) == ("reproduced", 100) and a["n_basis"].startswith("assumed")
+    assert abs(a["diff_lo"]) < 15 and a["diff_hi"] < 15
+    # b: 17/100 against 50.0% of 100: 33 points below -> not reproduced (Holm over the family's tested rows)
+    assert v.loc["B", "unsafe"]["verdict"] == "not reproduced" and v.loc["B", "unsafe"]["p_adjusted"] < 1e-4
+    assert (v.loc["C", "unsafe"]["verdict"], v.loc["C", "unsafe"]["reason"]) == ("not comparable", "not produced")
+    # RS5: 45/86 against 52.3% of 86 (45/86): no difference, but 86 a side leave +-12 points -> inconclusive; the
+    # count 45 of 86 is compared as the same rate
+    for column in ("flips", "flipped"):
+        rs5 = v.loc["RS5 Oversight", column]
+        assert rs5["verdict"] == "inconclusive" and rs5["reproduced"] == pytest.approx(100 * 45 / 86)
+    assert v.loc["RS5 Oversight", "flipped"]["unit"] == "percent"
+    # RS2: 14 of the run's 77 against 14 of the paper's 78: judged at its own n
+    rs2 = v.loc["RS2 Scale", "flips"]
+    assert (rs2["verdict"], rs2["n"], rs2["reported_n"]) == ("inconclusive", 77, 78)
 
 
 def run_stage(tmp: Path, config: Path, **inputs) -> subprocess.CompletedProcess:
@@ -75,7 +85,8 @@ def test_default_config_is_demo_data_throughout(tmp_path):
     v = pd.read_csv(tmp_path / "verdicts.csv", keep_default_na=False)
     assert len(v) == 171 and set(v["verdict"]) == {"not comparable"}
     assert v["reason"].str.startswith("demo data").all() and (v["reproduced"] == "").all()
-    assert "aura: 0 of 171 reported numbers within the reproduced 95% interval (171 not comparable)" in proc.stderr
+    assert ("aura: of 171 reported numbers, 0 reproduced, 0 not reproduced (0 expected by chance), 0 inconclusive, "
+            "171 not comparable") in proc.stderr
     findings = pd.read_csv(tmp_path / "findings.csv")
     assert list(findings.columns) == ["table", "row", "column", "check", "detail"] and len(findings) > 0
 
@@ -99,12 +110,12 @@ def test_a_real_run_gets_verdicts_and_the_end_of_run_line(tmp_path):
     (out / "verdicts.csv").rename(out / "reproduction.csv")
     v = pd.read_csv(out / "reproduction.csv")
     row = v[(v["model"] == "claude-sonnet-4.6") & (v["measures"] == "unsafe_all")].iloc[0]
-    assert row["verdict"] == "within" and row["n"] == 1000  # 169/1000 = 16.9%
+    assert row["verdict"] == "reproduced" and row["n"] == 1000  # 169/1000 against 16.9% of (assumed) 1000
     assert not v["reason"].fillna("").str.startswith("demo data").any()
     summary = subprocess.run([sys.executable, "-m", "aura", "summary", "--configfile", str(cfg)],
                              capture_output=True, text=True, cwd=REPO)
-    within = int((v["verdict"] == "within").sum())
-    assert (f"aura summary: reproduction: aura: {within} of 171 reported numbers within the reproduced 95% interval"
+    reproduced = int((v["verdict"] == "reproduced").sum())
+    assert (f"aura summary: reproduction: aura: of 171 reported numbers, {reproduced} reproduced"
             in summary.stderr), summary.stderr
     assert REFERENCE.is_dir()
 
@@ -119,12 +130,13 @@ def test_the_viewer_shows_every_family_verdict_table(tmp_path):
     path = Path(layout(raw)["reproduction"])
     path.parent.mkdir(parents=True)
     pd.DataFrame([{"table": "§7.1 text", "row": "A", "column": "unsafe", "reported": 16.9, "reproduced": 0.16899,
-                   "lo": 10.9, "hi": 25.8, "n": 100, "verdict": "within", "reason": ""},
+                   "lo": 10.9, "hi": 25.8, "n": 100, "difference": 0.1, "diff_lo": -8.5, "diff_hi": 8.7, "margin": 10,
+                   "verdict": "reproduced", "reason": ""},
                   {"table": "§7.1 text", "row": "B", "column": "unsafe", "reported": 50.0, "reproduced": None,
                    "lo": None, "hi": None, "n": None, "verdict": "not comparable", "reason": "demo data: demo_seeds"}]
                  ).to_csv(path, index=False)
     data = RunData.load(raw)
     assert list(data.reproductions) == ["aura"]
     html = Pages(data, Links(data.filters)).tables()
-    assert "1 of 2 reported numbers within the reproduced 95% interval (1 not comparable)" in html
-    assert "[10.9, 25.8]" in html and "0.169" in html and "demo data: demo_seeds" in html
+    assert "Of 2 reported numbers: 1 reproduced, 0 not reproduced, 0 inconclusive, 1 not comparable." in html
+    assert "0.1 [-8.5, 8.7]" in html and "±10" in html and "[10.9, 25.8]" in html and "0.169" in html and "demo data: demo_seeds" in html

@@ -100,8 +100,8 @@ def test_the_files_ship_with_the_package():
 
 @pytest.mark.parametrize("family", sorted({family_of(p) for p in FILES}))
 def test_the_core_loader_reads_them(family: str):
-    """aura.stats.reproduce.load_reference (the loader the reproduction report uses) takes every row."""
-    load_reference = pytest.importorskip("aura.stats.reproduce").load_reference
+    """aura.stats.reference.load_reference (the loader the reproduction report uses) takes every row."""
+    load_reference = pytest.importorskip("aura.stats.reference").load_reference
     folder = FAMILIES / family / "reference"
     ref = load_reference(folder)
     assert len(ref) == sum(len(read(p)) for p in FILES if family_of(p) == family)

@@ -1,19 +1,23 @@
-"""LPS-Bench's reproduction stage (issue 34): hand-derived verdicts on Tables 3 and 4 (within, on the Wilson edge,
-outside, different n, excluded cases, the Avg. columns, a model not produced, the raw variant only), every row
-"demo data" on the default config, the stage end to end on the paper config, and the notebook renders."""
+"""LPS-Bench's reproduction stage: verdicts on Tables 3 and 4 derived by hand (reproduced, not reproduced,
+inconclusive, a different n judged at its own n, excluded cases, the Avg. columns with their interval, a model not
+produced, the raw variant only), every row "demo data" on the default config, the stage end to end on the paper
+config, and the notebook renders."""
 from __future__ import annotations
 
+import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from papermill.iorw import load_notebook_node
 
 from aura.families import family_of_report
 from aura.families.lpsbench import safe_rate as SR
-from aura.families.lpsbench.reproduction import NO_INTERVAL, lookup_for
-from aura.stats.reproduce import COLUMNS
+from aura.families.lpsbench.reproduction import REFERENCE, lookup_for
+from aura.stats.reference import COLUMNS
 from aura.stats.reproduction import verdict_table
 from notebook_fixture import execute_report
 
@@ -39,6 +43,7 @@ def ref_folder(tmp: Path) -> Path:
             ref_row("Table 4", "G", "Overall Avg.", "60.00", "", "g", "mean_safe_rate")]
     tmp.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows, columns=COLUMNS).to_csv(tmp / "cells.csv", index=False)
+    shutil.copy(REFERENCE / "margins.yaml", tmp)  # the family's own margins: 10 points on a rate and a mean
     return tmp
 
 
@@ -60,24 +65,36 @@ def stats_tables() -> dict[str, pd.DataFrame]:
 
 
 def test_hand_derived_verdicts(tmp_path):
-    v = verdict_table(ref_folder(tmp_path / "ref"), lookup_for(stats_tables()))
-    got = {(r.table, r.row, r.column): (r.verdict, r.reason) for r in v.itertuples()}
-    assert got["Table 3", "G", "TS"] == ("within", "")   # 15/55 = 27.27 in Wilson [17.3, 40.1] (the raw run, not 55/55)
-    assert got["Table 3", "G", "OC"] == ("outside", "")  # 50 above 10/62's Wilson [9.0, 27.2]
-    assert got["Table 3", "G", "HS"] == ("not comparable",
-                                         "different n: paper 68, reproduced 65 (3 excluded: broken upstream module)")
+    v = verdict_table(ref_folder(tmp_path / "ref"), lookup_for(stats_tables())).set_index(["table", "row", "column"])
+    got = {k: (r.verdict, r.reason) for k, r in v.iterrows()}
+    # 15/55 against 15 of 55: difference 0, but at n = 55 a side the difference's 90% interval is about +-14 points
+    ts = v.loc["Table 3", "G", "TS"]
+    assert ts["verdict"] == "inconclusive" and ts["difference"] == 0 and ts["diff_hi"] > 10
+    assert (ts["reproduced"], ts["n"], ts["reported_n"]) == (pytest.approx(15 / 55 * 100), 55, 55)
+    # 10/62 (16.1%) against 31 of 62 (50.00%): 34 points below, excluded by every interval and by Holm
+    assert got["Table 3", "G", "OC"] == ("not reproduced", "") and v.loc["Table 3", "G", "OC"]["p_adjusted"] < 0.001
+    # 16 of the run's 65 (3 cases excluded) against 17 of the paper's 68: judged at its own n
+    hs = v.loc["Table 3", "G", "HS"]
+    assert hs["verdict"] == "inconclusive" and (hs["n"], hs["reported_n"]) == (65, 68)
     assert got["Table 3", "G", "RC"] == ("not comparable",
                                          "excluded cases: all 52 cases of the cell excluded (broken upstream module)")
-    assert got["Table 3", "G", "Avg. (benign)"] == ("not comparable", NO_INTERVAL)
     assert got["Table 3", "Q", "TS"] == ("not comparable", "not produced: q not evaluated in this run")
     assert got["Table 3", "M", "TS"][1].startswith("not produced: no raw run of m")
-    assert got["Table 4", "G", "Web"] == ("within", "")   # 10/10: Wilson upper bound 1, 100.00 on the edge
-    assert got["Table 4", "G", "Code"] == ("within", "")  # 18/90 = 20.00
-    assert got["Table 4", "G", "Overall Avg."] == ("not comparable", NO_INTERVAL)
-    ts = v[(v["row"] == "G") & (v["column"] == "TS")].iloc[0]
-    assert ts["reproduced"] == 15 / 55 * 100 and ts["n"] == 55 and abs(ts["difference"]) < 0.01
-    avg = v[v["column"] == "Avg. (benign)"].iloc[0]  # the mean is shown beside the paper's, with no interval
-    assert abs(avg["reproduced"] - (15 / 55 + 10 / 62) * 50) < 1e-9 and pd.isna(avg["lo"]) and pd.isna(avg["difference"])
+    # 10/10 against 10 of 10: the same edge on both sides, p = 1, but 10 cases a side decide nothing
+    assert got["Table 4", "G", "Web"][0] == "inconclusive" and v.loc["Table 4", "G", "Web"]["p_value"] == 1
+    # the benign average: the mean of TS and OC (the risks it has), se = sqrt(sum p(1-p)/n) / 2
+    avg = v.loc["Table 3", "G", "Avg. (benign)"]
+    p1, p2 = 15 / 55, 10 / 62
+    se = math.sqrt(p1 * (1 - p1) / 55 + p2 * (1 - p2) / 62) / 2
+    assert avg["reproduced"] == pytest.approx((p1 + p2) * 50) and avg["n"] == 117 and avg["kind"] == "mean"
+    assert (avg["lo"], avg["hi"]) == pytest.approx((100 * ((p1 + p2) / 2 - 1.959964 * se),
+                                                    100 * ((p1 + p2) / 2 + 1.959964 * se)), abs=1e-4)
+    # the paper's 38.64 with the same design's error: 16.9 points below, se_d = sqrt(2) se = 5.4 points, z = 3.1
+    assert avg["difference"] == pytest.approx((p1 + p2) * 50 - 38.64)
+    assert avg["diff_hi"] == pytest.approx(avg["difference"] + 1.959964 * math.sqrt(2) * 100 * se, abs=1e-4)
+    assert avg["verdict"] == "not reproduced"
+    assert got["Table 4", "G", "Overall Avg."][0] in ("reproduced", "inconclusive")
+    assert v["p_adjusted"].notna().sum() == v["p_value"].notna().sum() == 7  # Holm over the 7 cells compared
 
 
 def aura(*args) -> subprocess.CompletedProcess:
@@ -92,7 +109,8 @@ def test_default_config_is_demo_data_throughout(tmp_path):
     v = pd.read_csv(tmp_path / "v.csv", comment="#")
     assert len(v) == 247 and set(v["verdict"]) == {"not comparable"}
     assert v["reason"].str.startswith("demo data").all()
-    assert "lpsbench: 0 of 247 reported numbers within the reproduced 95% interval (247 not comparable)" in proc.stderr
+    assert ("lpsbench: of 247 reported numbers, 0 reproduced, 0 not reproduced (0 expected by chance), "
+            "0 inconclusive, 247 not comparable") in proc.stderr
     f = pd.read_csv(tmp_path / "f.csv", comment="#")  # the paper checked against itself, demo run or not
     assert ("Table 3", "Llama-3.1-8B-Instruct", "RC", "percentage") in set(
         f[["table", "row", "column", "check"]].itertuples(index=False, name=None))
@@ -100,7 +118,8 @@ def test_default_config_is_demo_data_throughout(tmp_path):
 
 def test_stage_on_the_paper_config(tmp_path):
     """The paper config (no demo data): the stats stage's own CSVs for GPT-5 raw on 3 TS cases (1 safe) give
-    GPT-5's TS cell "different n" (3 against 55), the models not run "not produced"."""
+    GPT-5's TS cell a verdict at its own n (3 against the paper's 55: inconclusive), the models not run "not
+    produced"."""
     cases = pd.DataFrame({"case_id": ["a", "b", "c"], "risk": "TS", "domain": "code"})
     evals = pd.DataFrame({"case_id": ["a", "b", "c"], "model": "gpt-5", "variant": "raw",
                           "outcome": ["safe", "unsafe", "unsafe"], "reason": None})
@@ -112,13 +131,14 @@ def test_stage_on_the_paper_config(tmp_path):
                 "--out", f"findings={tmp_path / 'f.csv'}")
     assert proc.returncode == 0, proc.stderr[-2000:]
     v = pd.read_csv(tmp_path / "v.csv", comment="#").set_index(["table", "row", "column"])
-    assert v.loc[("Table 3", "GPT-5", "TS"), "reason"] == "different n: paper 55, reproduced 3"
-    assert v.loc[("Table 4", "GPT-5", "Code"), "reason"] == "different n: paper 90, reproduced 3"
+    ts = v.loc[("Table 3", "GPT-5", "TS")]
+    assert (ts["verdict"], ts["n"], ts["reported_n"]) == ("inconclusive", 3, 55)
+    assert v.loc[("Table 4", "GPT-5", "Code"), "verdict"] == "inconclusive"
     assert v.loc[("Table 3", "GPT-5", "OC"), "reason"] == "not produced: no OC cell in this run"  # no OC case run
     assert v.loc[("Table 3", "GPT-5.1", "TS"), "reason"] == "not produced: gpt-5.1 not evaluated in this run"
-    assert v.loc[("Table 3", "GPT-5", "Avg. (benign)"), "reason"] == NO_INTERVAL
-    assert not v["reason"].str.startswith("demo data").any()
-    assert "lpsbench: 0 of 247 reported numbers within" in proc.stderr
+    assert v.loc[("Table 3", "GPT-5", "Avg. (benign)"), "verdict"] == "inconclusive"  # the mean of TS alone
+    assert not v["reason"].fillna("").str.startswith("demo data").any()
+    assert "lpsbench: of 247 reported numbers, 0 reproduced" in proc.stderr
 
 
 
@@ -143,4 +163,4 @@ def test_reproduction_notebook_renders(tmp_path):
             assert (out / "tables" / f"{t}.md").is_file()
         assert (out / f"{name}.png").stat().st_size > 0
         md = (out / "tables" / f"{name}.md").read_text()
-        assert ("3 of 10 reported numbers within" in md) if case == "some" else ("0 of 0" in md)
+        assert ("of 10 reported numbers, " in md) if case == "some" else ("of 0 reported numbers" in md)

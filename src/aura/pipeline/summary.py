@@ -92,7 +92,7 @@ def reproduction_lines(raw: dict) -> list[str]:
     import pandas as pd
 
     from ..families import enabled
-    from ..stats.reproduce import summary_line
+    from ..stats.verdict import summary_line
     from .layout import layout
 
     keys = layout(raw)

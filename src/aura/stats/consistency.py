@@ -1,10 +1,13 @@
-"""A paper checked against itself, on its reference rows alone (``aura.stats.reproduce`` format).
+"""A paper checked against itself, on its reference rows alone (``aura.stats.reference`` format).
 
 Three checks, each giving findings as rows (``FINDING_COLUMNS``: table, row, column, check, detail):
 
 - ``check_percentages``: a percentage (or fraction) with a stated n: is there a whole k in 0..n with k/n
-  equal to the value at its printed decimals? (|scale*k/n - value| <= half a unit of the last printed
-  decimal, so either rounding convention passes.) Rows whose ``measures`` is no k/n proportion although an
+  equal to the value at its printed decimals? Three conventions pass: rounding half up or half to even
+  (|scale*k/n - value| <= half a unit of the last printed decimal) and truncation (value <= scale*k/n < value +
+  one unit: 3/77 = 3.896% printed 3.89). A cell only truncation explains is a finding of check
+  ``percentage (truncated)``, saying so (the paper then mixes conventions, or truncates); a cell none explains
+  is a finding of check ``percentage``. Rows whose ``measures`` is no k/n proportion although an
   n is stated (an interval bound, a mean over units) are left out when ``checks.yaml`` lists them under
   ``not_proportions``.
 - ``check_averages``: an average column against its parts: within each row, the mean of the part columns'
@@ -27,7 +30,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import UserError
-from .reproduce import SCALE, load_reference
+from .reference import SCALE, load_reference
 
 FINDING_COLUMNS = ["table", "row", "column", "check", "detail"]
 SLACK = 1e-9
@@ -66,8 +69,9 @@ def _findings(rows: list[dict]) -> pd.DataFrame:
 
 
 def check_percentages(ref: pd.DataFrame, not_proportions=()) -> pd.DataFrame:
-    """Findings for every percent / fraction row with an n that no whole k/n rounds to (rows whose ``measures``
-    is in ``not_proportions`` left out)."""
+    """Findings for every percent / fraction row with an n that no whole k/n rounds to (check ``percentage``) or
+    that only truncation explains (``percentage (truncated)``); rows whose ``measures`` is in
+    ``not_proportions`` left out."""
     out = []
     rows = ref["unit"].isin(list(SCALE)) & ref["n"].notna() & ~ref["measures"].isin(list(not_proportions))
     for r in ref[rows].itertuples(index=False):
@@ -75,10 +79,17 @@ def check_percentages(ref: pd.DataFrame, not_proportions=()) -> pd.DataFrame:
         rates = scale * np.arange(n + 1) / n
         if np.any(np.abs(rates - r.value) <= _half(d) + SLACK):
             continue
+        cell = {"table": r.table, "row": r.row, "column": r.column}
+        truncated = np.flatnonzero((rates >= r.value - SLACK) & (rates < r.value + 2 * _half(d) - SLACK))
+        if truncated.size:
+            j = int(truncated[0])
+            out.append({**cell, "check": "percentage (truncated)",
+                        "detail": f"{j}/{n} = {rates[j]:.{d + 2}f} prints as {r.value:.{d}f} only when truncated "
+                                  f"(rounded: {_fmt(rates[j], d)})"})
+            continue
         k = int(np.searchsorted(rates, r.value))
         near = ", ".join(f"{j}/{n} = {_fmt(rates[j], d)}" for j in (k - 1, k) if 0 <= j <= n)
-        out.append({"table": r.table, "row": r.row, "column": r.column, "check": "percentage",
-                    "detail": f"no whole k gives k/{n} = {r.value:.{d}f} (nearest: {near})"})
+        out.append({**cell, "check": "percentage", "detail": f"no whole k gives k/{n} = {r.value:.{d}f} (nearest: {near})"})
     return _findings(out)
 
 

@@ -1,23 +1,25 @@
 """A family's reproduction stage, its shared part: reference rows -> verdict table + the paper's own findings.
 
 A family's stage (thin: ``<family>/reproduction.py``) reads the stats files its run produced, defines
-``lookup(row)`` (a reference row -> ``Estimate`` | None | reason string, ``aura.stats.reproduce.compare``) and
-calls ``write(ctx, family, reference_folder, lookup, reason=demo_reason(...))``. This module gives it:
+``lookup(row)`` (a reference row -> ``Estimate`` | None | reason string; the estimates come from
+``aura.stats.verdict``) and calls ``write(ctx, family, reference_folder, lookup, reason=demo_reason(...))``. This
+module gives it:
 
 - ``demo_reason``: "demo data: ..." when the run reads the family's own demo data (a folder its manifest lists
   under ``demo_data``) or a model it names is on an embedded (``kind: local``) endpoint; then every row is
   not comparable and ``lookup`` is never called: the smoke run gets no verdict.
-- estimates beyond Wilson and bootstrap: ``exact_estimate`` (a number computed exactly from the data, a count
-  or a mean: within when it rounds to the printed value) and ``pearson_estimate`` (r with its Fisher-z 95%
-  interval); ``read_input`` (a stats CSV input, empty when absent);
-- ``bounded``: a reported bound (its ``note`` starts with "upper bound:" / "lower bound:") is within when the
-  reproduced interval reaches the bound's side (lo <= bound, hi >= bound), not when it covers the point.
+- ``read_input`` (a stats CSV input, empty when absent); ``unavailable_first`` (the config's ``unavailable:``
+  models are "model unavailable" in every family);
+- ``UNMAPPED``: the start of the reason of a row the family does not map to its run ("not produced: not mapped:
+  <why>"); every other row is mapped (``aura.stats.calibration.mapped`` tells them apart, the family's doc lists
+  the unmapped ones).
 
-Outputs: ``verdicts`` (``VERDICT_COLUMNS`` + ``bound``) and ``findings`` (``consistency.FINDING_COLUMNS``).
+The verdicts themselves (two estimates compared, margins, the multiplicity control) are ``aura.stats.verdict``'s;
+the reference data and its margins ``aura.stats.reference``'s. Outputs: ``verdicts`` (``VERDICT_COLUMNS``) and
+``findings`` (``consistency.FINDING_COLUMNS``).
 """
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -25,10 +27,11 @@ import pandas as pd
 
 from ..pipeline.context import StageContext
 from .consistency import check_reference
-from .reproduce import EDGE, NOT_COMPARABLE, OUTSIDE, WITHIN, Estimate, compare, load_reference, summary_line
+from .reference import load_margins, load_reference, with_kinds
 from .tables import write_csv
+from .verdict import compare, summary_line
 
-BOUNDS = ("upper bound", "lower bound")
+UNMAPPED = "not produced: not mapped: "
 
 
 def demo_reason(config, family, data=(), models=()) -> str | None:
@@ -57,37 +60,12 @@ def read_input(ctx: StageContext, name: str) -> pd.DataFrame:
         return pd.DataFrame()
 
 
-def exact_estimate(value: float, row: pd.Series, n: int | None = None) -> Estimate:
-    """A number the data give exactly (a count, a mean), in ``row``'s unit: its interval is the printed
-    rounding, so it is within when it rounds to the reported value at the reported decimals."""
-    half = 0.5 * 10.0 ** -int(row["decimals"])
-    return Estimate(float(value), float(value) - half, float(value) + half, n, row["unit"], "exact")
-
-
-def pearson_estimate(r: float, n: int) -> Estimate | None:
-    """Pearson r over n points with its Fisher-z 95% interval; None (not produced) below 4 points or no r."""
-    if n is None or pd.isna(r) or int(n) < 4:
-        return None
-    z, se = math.atanh(max(min(float(r), 1 - 1e-12), -1 + 1e-12)), 1.959963984540054 / math.sqrt(int(n) - 3)
-    return Estimate(float(r), math.tanh(z - se), math.tanh(z + se), int(n), "r", "fisher_z")
-
-
-def bounded(verdicts: pd.DataFrame, ref: pd.DataFrame) -> pd.DataFrame:
-    """Verdicts with the reported bounds judged as bounds (column ``bound``: upper / lower / blank)."""
-    out = verdicts.copy()
-    out["bound"] = [next((b.split()[0] for b in BOUNDS if str(n).startswith(b + ":")), "") for n in ref["note"]]
-    for i, r in out.iterrows():
-        if r["bound"] and r["verdict"] != NOT_COMPARABLE:
-            ok = r["lo"] <= r["reported"] + EDGE if r["bound"] == "upper" else r["hi"] >= r["reported"] - EDGE
-            out.at[i, "verdict"] = WITHIN if ok else OUTSIDE
-    return out
-
-
 def verdict_table(reference, lookup, reason: str | None = None) -> pd.DataFrame:
-    """Every reference row of the folder with its verdict; with a ``reason`` (demo data) ``lookup`` is not
-    called and every row is not comparable."""
-    ref = load_reference(reference)
-    return bounded(compare(ref, (lambda row: None) if reason else lookup, reason=reason), ref)
+    """Every reference row of the folder with its verdict, at the margins of its ``margins.yaml``; with a
+    ``reason`` (demo data) ``lookup`` is not called and every row is not comparable."""
+    margins = load_margins(reference)
+    ref = with_kinds(load_reference(reference), margins, Path(reference) / "margins.yaml")
+    return compare(ref, (lambda row: None) if reason else lookup, margins, reason=reason)
 
 
 def unavailable_first(lookup, models: dict):
@@ -106,5 +84,5 @@ def write(ctx: StageContext, family: str, reference, lookup, reason: str | None 
     verdicts = verdict_table(reference, unavailable_first(lookup, ctx.config.raw.get("models") or {}), reason)
     write_csv(ctx, "verdicts", verdicts, reason=reason or "")
     write_csv(ctx, "findings", check_reference(reference))
-    print(summary_line(family, verdicts), file=sys.stderr)
+    print(summary_line(family, verdicts, load_margins(reference).alpha), file=sys.stderr)
     return verdicts

@@ -6,29 +6,29 @@ The core (aura.stats.reproduction) does the verdicts and the paper's own checks 
 results, without mitigation (§4.2-4.3; the mitigations are §4.5, Fig. 6).
 
 - a risk (TS ... PI) or domain (Web ... Code) cell: safe / n with its Wilson interval (as ``safe_rate.py``
-  computes it). The paper's n counts every upstream case; where the run's n differs (the paper config excludes
-  the 8 cases whose upstream module is broken: TS 52 against 55, Code 86 against 90) the kit makes it
-  "different n", with the excluded count named; a cell whose every case is excluded is "excluded cases".
-- an "Avg." column (Avg. (benign), Avg. (adversarial), Overall Avg.): the family's average is the paper's, a mean
-  of the per-part rates, for which it computes no interval (its pooled rate is another number). Comparing the
-  point exactly (within when it rounds to the printed value) would call every rerun "outside" on sampling noise
-  alone, so the row shows the reproduced mean and is "not produced: no interval for a mean of rates"; its parts
-  carry the verdicts.
+  computes it), compared with the paper's rate at the paper's n (upstream's case count). By default the cases whose
+  upstream module is broken stay in n as failed runs (``lpsbench.broken_cases: failed``), so n is the paper's; with
+  ``excluded`` a cell is compared at its own n (the verdict carries both); a cell whose every case is excluded is
+  "excluded cases".
+- an "Avg." column (Avg. (benign), Avg. (adversarial), Overall Avg.): the paper's mean of the per-part rates, with
+  the interval of a mean over independent parts (``aura.stats.verdict.mean_estimate``: variance
+  sum(p(1 - p) / n) / K^2), from the run's part cells.
 - a model the run did not evaluate (or ran in the mitigated variant only): "not produced".
 
 On demo data or an embedded model (the default config) every row is "demo data" and ``lookup`` is not called.
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pandas as pd
 
 from aura.families import load
 from aura.pipeline.context import StageContext
-from aura.stats.reproduce import Estimate, wilson_estimate
-from aura.stats.reproduction import demo_reason, read_input, write
+from aura.stats.verdict import Estimate, mean_estimate, wilson_estimate
+from aura.stats.reproduction import UNMAPPED, demo_reason, read_input, write
+
+from .safe_rate import group_of
 
 REFERENCE = Path(__file__).resolve().parent / "reference"
 INPUTS = ("safe_rate_by_risk", "safe_rate_by_domain")
@@ -37,20 +37,29 @@ VARIANT = "raw"  # the paper's Tables 3 and 4: without mitigation
 CELLS = {"Table 3": ("safe_rate_by_risk", "risk", {"Avg. (benign)": "benign_avg",
                                                    "Avg. (adversarial)": "adversarial_avg"}),
          "Table 4": ("safe_rate_by_domain", "domain_label", {"Overall Avg.": "Avg."})}
-NO_INTERVAL = "not produced: no interval for a mean of rates (its parts carry the verdicts)"
+# The parts of each average row, by the stats table's key: Table 3's groups, Table 4's every domain
+GROUP_OF_AVERAGE = {"benign_avg": "benign", "adversarial_avg": "adversarial"}
 
 
-def _cell(row: pd.Series, r: pd.Series) -> Estimate | str:
+def _cell(r: pd.Series, parts: pd.DataFrame) -> Estimate | str:
+    """A cell's estimate: safe / n, or for an average row the mean of its parts' rates (``parts``: the run's
+    part rows of that average)."""
     safe, n, excluded = int(r["safe"]), int(r["n"]), int(r["excluded"])
-    if r["row"] == "average":
-        return Estimate(r["safe_rate"], math.nan, math.nan, n or None, "fraction", "mean of rates", NO_INTERVAL)
     if not n:
         return f"excluded cases: all {excluded} cases of the cell excluded (broken upstream module)" if excluded \
             else "not produced: no case of the cell in this run"
-    paper_n = None if pd.isna(row["n"]) else int(row["n"])
-    why = (f"different n: paper {paper_n}, reproduced {n} ({excluded} excluded: broken upstream module)"
-           if excluded and paper_n and paper_n != n else None)
-    return wilson_estimate(safe, n, reason=why)
+    if r["row"] == "average":
+        rated = parts[parts["n"] > 0]
+        return mean_estimate(rated["safe"] / rated["n"], rated["n"])
+    return wilson_estimate(safe, n)
+
+
+def _parts(raw: pd.DataFrame, hit: pd.Series) -> pd.DataFrame:
+    """The part rows an average row is the mean of (Table 3: its group's risks; Table 4: every domain)."""
+    cells = raw[raw["row"] != "average"]
+    if "risk" in raw and hit.get("risk") in GROUP_OF_AVERAGE:
+        return cells[[group_of(r) == GROUP_OF_AVERAGE[hit["risk"]] for r in cells["risk"]]]
+    return cells
 
 
 def lookup_for(tables: dict[str, pd.DataFrame]):
@@ -58,7 +67,7 @@ def lookup_for(tables: dict[str, pd.DataFrame]):
 
     def lookup(row: pd.Series):
         if row["table"] not in CELLS:
-            return "not produced: no reproduced counterpart mapped"
+            return UNMAPPED + "no reproduced counterpart"
         name, key, averages = CELLS[row["table"]]
         frame, model = tables.get(name, pd.DataFrame()), row["model"]
         mine = frame[frame["model"] == model] if len(frame) else frame
@@ -68,7 +77,8 @@ def lookup_for(tables: dict[str, pd.DataFrame]):
         if raw.empty:
             return f"not produced: no {VARIANT} run of {model} (the paper's tables are without mitigation)"
         hit = raw[raw[key] == averages.get(row["column"], row["column"])]
-        return _cell(row, hit.iloc[0]) if len(hit) else f"not produced: no {row['column']} cell in this run"
+        return _cell(hit.iloc[0], _parts(raw, hit.iloc[0])) if len(hit) else \
+            f"not produced: no {row['column']} cell in this run"
 
     return lookup
 

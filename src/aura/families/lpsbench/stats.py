@@ -3,7 +3,8 @@
 Inputs (``--in``): ``cases`` (cases.jsonl: case_id, risk, domain), the evaluator's rows of every
 (model, variant) run, ``evaluations_0, evaluations_1, ...`` (or one ``evaluations``), and, optional, ``excluded``
 (excluded.jsonl, layout key ``lpsbench_excluded``: the cases the cases stage dropped because their upstream tool
-module is broken, rows ``case_id, domain, risk, reason``; counted in each row's ``excluded`` column, never in n).
+module is broken, rows ``case_id, domain, risk, reason``; counted in each row's ``excluded`` column, and in n as
+failed runs unless the config's ``lpsbench.broken_cases`` is ``excluded``).
 Outputs (``--out``, all three required): ``safe_rate_by_risk``, ``safe_rate_by_domain``, ``mitigation``.
 Definitions (Safe Rate = safe / every case of the cell; the reasons of execution_failed): ``safe_rate``.
 
@@ -158,7 +159,7 @@ def run(ctx: StageContext) -> None:
     if dup.any():
         first = evaluations.loc[dup, ["model", "variant", "case_id"]].iloc[0].to_dict()
         raise LpsStatsError(f"evaluations: the same model/variant/case twice, e.g. {first}")
-    tables = SR.compute(cases, evaluations, excluded)
+    tables = SR.compute(cases, evaluations, excluded, ctx.config.section("lpsbench").get("broken_cases", "failed"))
     if evaluations.empty:
         print("lpsbench-stats: no evaluation row: every table is empty", file=sys.stderr)
     for name in OUTPUTS:

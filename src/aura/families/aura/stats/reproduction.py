@@ -4,7 +4,8 @@ The core (aura.stats.reproduction) does the verdicts and the paper's own checks;
 row to its reproduced estimate (``lookup``) from the stats files the run produced:
 
 - ``headline.csv`` unsafe_all / unsafe_nsp / unsafe_sp (Table 33): a model's k/n, Wilson; a group's range
-  ("frontier models ..., low" / "high"): the group's lowest / highest model, Wilson; the models evaluated: a count;
+  ("frontier models ..., low" / "high"): the group's lowest / highest model, Wilson, only when the run evaluated
+  the paper's 20 models (else "different models"); the models evaluated: a count;
 - ``flip_rates.csv`` (Table 35): flipped / n, Wilson (pooled: the "(all models)" rows); flipped: a count of n;
 - ``failure_mechanism.csv`` (Table 36, pooled): d01 / d23 of the failures, Wilson; no_detection: a count;
 - ``nsp_sp_gap.csv`` (Tables 31, 32): models whose NSP-SP difference is > 0 / whose seed-clustered bootstrap
@@ -21,8 +22,8 @@ import pandas as pd
 
 from aura.families import load
 from aura.pipeline.context import StageContext
-from aura.stats.reproduce import wilson_estimate
-from aura.stats.reproduction import demo_reason, exact_estimate, read_input, write
+from aura.stats.verdict import exact_estimate, wilson_estimate
+from aura.stats.reproduction import UNMAPPED, demo_reason, read_input, write
 
 from .flips import ALL_MODELS
 
@@ -34,12 +35,13 @@ COMPOSITION = {("rows", "all"): "rows", ("pairs", "all"): "pairs", ("paired_rows
                ("rows_by_pair_label", "Safe-Path"): "SP rows", ("rows_by_prefix_kind", "at-trigger"): "at-trigger rows",
                ("rows_by_prefix_kind", "pre-execution"): "pre-execution rows",
                **{("rows_by_domain", d): f"domain: {d}" for d in ("Application", "IoT", "Program", "Web", "Finance")}}
-NEEDS_HUMAN = "not produced: needs the human labels and the validation panel (not mapped yet)"
-FROM_FIGURE = "not produced: read off a figure over the models it displays (not mapped yet)"
+NEEDS_HUMAN = UNMAPPED + "needs the human labels and the validation panel"
+FROM_FIGURE = UNMAPPED + "read off a figure over the models it displays"
 WHY = {"human_validation.csv": NEEDS_HUMAN, "judge_accuracy.csv": NEEDS_HUMAN, "ensembles.csv": NEEDS_HUMAN,
        "detection.csv": FROM_FIGURE, "dimensions.csv": FROM_FIGURE, "action_types.csv": FROM_FIGURE,
-       "case_study.csv": "not produced: categorical labels of Table 34"}
-OTHER = "not produced: no reproduced counterpart mapped"
+       "case_study.csv": UNMAPPED + "categorical labels of Table 34"}
+OTHER = UNMAPPED + "no reproduced counterpart"
+PAPER_MODELS = 20  # the models the paper evaluated (headline.csv "models evaluated"): a group range needs them all
 
 
 def _wilson(k, n):
@@ -47,14 +49,27 @@ def _wilson(k, n):
 
 
 def _extreme(row: pd.Series, t33: pd.DataFrame):
-    """A group's range end: the group's model with the lowest / highest rate, its Wilson estimate."""
+    """A group's range end: the group's model with the lowest / highest rate, its Wilson estimate; "different
+    models" unless the run evaluated as many models as the paper (a range over a subset is another number)."""
     group, m = row["row"].removesuffix(" models"), row["measures"]
+    if 0 < len(t33) < PAPER_MODELS:
+        return f"different models: the paper's range is over its {PAPER_MODELS} models' groups, the run has {len(t33)}"
     part = t33[(t33.get("group") == group) & (t33[f"{m}_n"] > 0)] if len(t33) else t33
     if part.empty:
         return None
     high = row["column"].endswith(("high", "highest"))
     pick = part.loc[part[f"{m}_rate"].idxmax() if high else part[f"{m}_rate"].idxmin()]
     return _wilson(pick[f"{m}_k"], pick[f"{m}_n"])
+
+
+# The paper's n where its text states none but its design fixes it (the released dataset: 1,249 rows, 624 NSP and
+# 625 SP, App. C.3): what a faithful rerun is drawn at (aura.stats.calibration).
+DESIGN_N = {"unsafe_all": 1249, "unsafe_nsp": 624, "unsafe_sp": 625}
+
+
+def design_n(row: pd.Series) -> int | None:
+    """A reference row's n by the paper's design, where the row states none."""
+    return DESIGN_N.get(row["measures"]) if row["file"] == "headline.csv" else None
 
 
 def lookup_for(t: dict[str, pd.DataFrame]):

@@ -10,7 +10,7 @@ and no ``design_n`` has no sampling model and is left out (``simulated`` says wh
 
 ``simulate`` returns one row per draw with the count of each outcome. A *shifted* rerun moves the truth of the rerun
 (not the paper) by ``shift`` (a fraction: 0.15 = 15 points; away from the nearer edge) on every rate, count of n and
-mean; ``power`` is per row the share of draws "not reproduced" when that row alone is shifted, approximated by the
+mean, and a bound's beyond the bound (r and the facts of the data are not shifted: their power is not measured); ``power`` is per row the share of draws "not reproduced" when that row alone is shifted, approximated by the
 first step of Holm's procedure (the row's raw p-value below alpha / tested rows): what a single 15-point deviation
 among faithful rows is found with.
 
@@ -127,8 +127,10 @@ def draw(fam: Family, rng: np.random.Generator, shift: float = 0.0, shifted_rows
             z = math.atanh(min(max(r["value"], -0.999), 0.999))
             ref.at[i, "value"] = math.tanh(rng.normal(z, 1 / math.sqrt(n - 3)))
             est[i] = pearson_estimate(math.tanh(rng.normal(z, 1 / math.sqrt(n - 3))), n)
-        elif r["kind"] == "bound":
+        elif r["kind"] == "bound":  # at the bound; shifted: beyond it, on the side the bound rules out
             n, b = _n(r, design_n), _truth(r)
+            if i in shifted_rows:
+                b = min(max(b + (shift if r["bound"] == "upper" else -shift), 0.0), 1.0)
             est[i] = wilson_estimate(int(rng.binomial(n, b)), n)
         else:
             k_paper, k_run, n = binomial_pair(i, r)
@@ -185,5 +187,18 @@ def row_rates(fam: Family, draws: int, seed: int = 0, shift: float = 0.15, desig
         tested = s["p_value"].notna() if tested is None else tested
     rows = v[["table", "row", "column", "kind"]].copy()
     rows["reproduced_if_faithful"] = reproduced / draws
-    rows["power"] = (found / draws).where(tested)
+    rows["power"] = (found / draws).where(tested & ~rows["kind"].isin(["correlation", "exact"]))
     return rows
+
+
+def decision_n(unit_variance: float, se_paper: float, margin: float, alpha: float = 0.05,
+               power: float = 0.8) -> int | None:
+    """The run's n at which a faithful rerun is *reproduced* with probability ``power``: the difference d is
+    about normal with se_d^2 = se_paper^2 + unit_variance / n, and its 90% interval lies inside +-margin when
+    |d| <= margin - z_(1-alpha) se_d, which holds with probability ``power`` when se_d <= margin / (z_(1-alpha) +
+    z_((1+power)/2)). None when the paper's own error alone is too wide for that."""
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf
+    room = (margin / (z(1 - alpha) + z((1 + power) / 2))) ** 2 - se_paper ** 2
+    return math.ceil(unit_variance / room) if room > 0 else None

@@ -521,7 +521,7 @@ def test_every_lpsbench_notebook_renders(tmp_path, case):
             ("40.0 [11.8, 76.9] (2/5)", "50.0 [9.5, 90.5] (1/2)", "–", "45.0")
         assert row["Execution failed"] == "6 (evaluator 1, unparsed 1, step_cap 1, episode_error 1, missing 2)"
         md = (tmp_path / "lpsbench_table3_risk" / "tables" / "lpsbench_table3_risk.md").read_text()
-        assert "Excluded (broken upstream tool module, never in n): 2 case(s) (TS 1, RC 1)" in md
+        assert "Broken upstream tool module: 2 case(s) (TS 1, RC 1)" in md
         # mA benign: raw 0.45 -> mitigated 0.65 = +20.0 points; 2 of 7 paired cases not safe -> safe
         benign = f6[(f6["Model"] == "mA") & (f6["Risks"] == "Benign")].iloc[0]
         assert (benign["Raw %"], benign["Mitigated %"], benign["Difference (pp)"], benign["Not safe -> safe"]) == \

@@ -85,7 +85,7 @@ def test_pilot_writes_to_its_own_folders(pilot):
         assert mine[key] != paper[key]
         assert not Path(mine[key]).is_relative_to(paper[key]) and not Path(paper[key]).is_relative_to(mine[key])
         assert all(mine[key] != o[key] for o in others)
-    assert mine["cache"] == paper["cache"]  # content-addressed and shared: a later full run reuses the answers
+    assert mine["cache"] == paper["cache"]  # content-addressed, shared: a later full run gets the pilot's cache hits
 
 
 def test_pilot_settings():

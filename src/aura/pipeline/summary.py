@@ -9,7 +9,7 @@ a run that finished with failed or unparsed items says so. Tokens: tokens_out is
 as output, tokens_reasoning the part of them that was hidden reasoning (as the servers reported it; a job
 summary written before reasoning tokens were recorded counts 0).
 `reproduction_lines` adds one line per enabled family whose manifest names a verdict table (`reproduction`,
-a layout key) that the run produced: "k of n reported numbers within the reproduced 95% interval".
+a layout key) that the run produced: its verdict's summary line (aura.stats.verdict.summary_line).
 """
 from __future__ import annotations
 

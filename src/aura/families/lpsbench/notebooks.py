@@ -21,8 +21,10 @@ LPS_NOTE = ("Safe Rate = safe / n, n = every case of the cell (as the paper's ce
             "its verdict could not be read (unparsed), the evaluator call failed (evaluator_failed), the episode hit "
             "the step or token cap (step_cap, token_cap), the model or a tool failed and the evaluator did not find "
             "it unsafe (model_failed, tool_failed), its tool server died in every try (server_died), a tool raised (tool_raised), the episode "
-            "raised (episode_error), or the run has no row for the case (missing); summed over the row's parts. "
-            "Cases whose upstream tool module is broken are excluded (never in n) and listed below.")
+            "raised (episode_error), the run has no row for the case (missing), or its upstream tool module is broken "
+            "(broken_module: such a case cannot run and counts as failed, as upstream counts it, unless the config's "
+            "lpsbench.broken_cases is excluded; then it is left out of n); summed over the row's parts. The cases "
+            "with a broken module are listed below.")
 
 
 def safe_cell(rate, low, high, safe, n, digits: int = 1) -> str:
@@ -66,21 +68,22 @@ def excluded_count(table: pd.DataFrame | None) -> int:
 
 
 def excluded_note(path, table: pd.DataFrame | None = None, by: str = "risk") -> str:
-    """One line under a table: how many cases were excluded (broken upstream tool module, never in n), per `by`
+    """One line under a table: how many cases have a broken upstream tool module (in n as failed runs, or out of n
+    with lpsbench.broken_cases: excluded: the table's ef_broken_module column says which), per `by`
     (risk or domain), and each case with its reason, from the excluded file at `path`. Without the file (no path,
     or absent): the count `table` (a stats CSV) holds, reasons unknown."""
     ex = excluded_rows(path)
     if ex is None:
         counted = excluded_count(table)
         if counted:
-            return (f"Excluded (broken upstream tool module, never in n): {counted} case(s), counted in the stats "
+            return (f"Broken upstream tool module: {counted} case(s), counted in the stats "
                     f"CSV's excluded column; their reasons are in the cases stage's excluded file (not given here).")
-        return "Excluded (broken upstream tool module): no excluded file given, and the stats count none."
+        return "Broken upstream tool module: no excluded file given, and the stats count none."
     if ex.empty:
-        return "Excluded (broken upstream tool module): none."
+        return "Broken upstream tool module: none."
     order = list(RISK_ORDER if by == "risk" else DOMAIN_LABELS)
     counts = ex[by].value_counts()
     keys = sorted(counts.index, key=lambda k: (order.index(k) if k in order else len(order), str(k)))
     per = ", ".join(f"{DOMAIN_LABELS.get(k, k) if by == 'domain' else k} {counts[k]}" for k in keys)
     listed = "; ".join(f"{r.case_id} ({r.risk}, {r.domain}): {r.reason}" for r in ex.itertuples(index=False))
-    return f"Excluded (broken upstream tool module, never in n): {len(ex)} case(s) ({per}). {listed}."
+    return f"Broken upstream tool module: {len(ex)} case(s) ({per}). {listed}."

@@ -115,7 +115,7 @@ def read_evaluations(path: Path, cases: pd.DataFrame) -> list[dict]:
 
 def read_excluded(path: Path, cases: pd.DataFrame) -> pd.DataFrame:
     """The excluded cases, each checked: the four fields, a known risk, a non-empty reason, each case once and
-    none of them in the cases file (an excluded case is never in n)."""
+    none of them in the cases file (an excluded case never runs: it is in n only as a failed run, broken_module)."""
     rows, known = _read(path), set(cases["case_id"])
     seen: set = set()
     for i, row in enumerate(rows):

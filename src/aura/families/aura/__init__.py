@@ -164,7 +164,13 @@ STAGES: dict[str, Stage] = {
     "reproduce": Stage("the paper's reported numbers beside the run's, a verdict each; the paper checked against itself",
                        f"{T}.reproduction:run",
                        inputs={**_io("table33_overall", "table35_flips", "table36_failure_mechanism", "table31_bootstrap",
-                                     "table32_matched_pairs"), "composition": "construction_composition"},
+                                     "table32_matched_pairs", "judged", "fig4_detection", "fig5_action_types",
+                                     "fig6_dimensions", "fig8_cells"),
+                               "composition": "construction_composition", "funnel": "construction_funnel",
+                               # the optional analyses' tables: the rule gives those the config makes
+                               **dict.fromkeys(("table3_human_validation", "table18_validation_retention",
+                                                "table21_22_judge_accuracy", "table23_ensembles", "table24_vendor_overlap",
+                                                "table25_judge_consistency", "table38_prompt_format"))},
                        outputs={"verdicts": "reproduction", "findings": "reproduction_consistency"}),
 }
 

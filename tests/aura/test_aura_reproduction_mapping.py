@@ -412,3 +412,15 @@ def test_every_mapped_row_yields_an_estimate_on_a_full_run():
     assert not {k: v for k, v in found.items() if not (isinstance(v, Estimate) and math.isfinite(v.value))}
     v = verdict_table(REFERENCE, lookup)
     assert len(v) == 171 and int((v["verdict"] != "not comparable").sum()) == int(is_mapped.sum())
+
+
+def test_a_pilot_that_caps_the_seeds_leaves_the_dataset_rows_not_comparable():
+    from aura.families.aura.stats.reproduction import capped_first
+    from aura.stats.reference import load_reference
+
+    ref = load_reference(REFERENCE)
+    lookup = capped_first(lambda row: None, 40)
+    reasons = {row["file"]: lookup(row) for _, row in ref.iterrows()}
+    assert reasons["dataset.csv"] == "subsample: the run caps the seeds (aura.construct.max_seeds 40)"
+    assert reasons["headline.csv"] is None  # the rates are compared at the pilot's own n
+    assert capped_first(lambda row: None, None)(ref.iloc[0]) is None

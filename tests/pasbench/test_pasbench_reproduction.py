@@ -90,6 +90,8 @@ def test_an_unavailable_model_and_an_incomplete_roster(tmp_path):
     assert got["O", "Accuracy, image set"] == ("not comparable", "model unavailable: retired 2025")
     assert got["text set", "models evaluated"] == (
         "not comparable", "different models: 1 of the roster unavailable, 35 not named in our copy of the paper")
+    capped = verdict_table(ref_folder(tmp_path / "ref2"), lookup_for(tables, pd.DataFrame(), {}, caps={"text": 100}))
+    assert set(capped.loc[capped["table"] == "Table 1", "reason"]) == {"subsample: the run caps the items (text 100)"}
 
 
 def test_default_config_is_demo_data_throughout(tmp_path):

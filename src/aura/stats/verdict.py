@@ -13,7 +13,8 @@ prediction interval, not by the original's point inside the new interval). Four 
   data, a deterministic count) differs by more than its margin and its printed rounding.
 - **inconclusive**: neither; ``n_to_decide`` is how many items of the run would decide it if the difference
   stayed as observed (blank, with the reason, when no run size can: the paper's own sampling error is too wide).
-- **not comparable**: nothing fair can be said; ``reason`` starts with one of ``REASONS``.
+- **not comparable**: nothing fair can be said; ``reason`` starts with one of ``REASONS`` ("subsample": a fact of the
+  full data, such as its size, in a run that caps the data: a pilot).
 
 How each pair is compared (every value in the reported unit; ``method`` says which):
 
@@ -46,7 +47,7 @@ from .reference import SCALE, Margins
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_COMPARABLE = "reproduced", "not reproduced", "inconclusive", \
     "not comparable"
 OUTCOMES = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_COMPARABLE)
-REASONS = ("model unavailable", "excluded cases", "demo data", "not produced", "different models")
+REASONS = ("model unavailable", "excluded cases", "demo data", "not produced", "different models", "subsample")
 VERDICT_COLUMNS = ["table", "row", "column", "model", "measures", "kind", "unit", "reported", "reported_n", "n_basis",
                    "reproduced", "lo", "hi", "n", "method", "difference", "diff_lo", "diff_hi", "margin", "p_value",
                    "p_adjusted", "verdict", "n_to_decide", "reason"]

@@ -14,7 +14,8 @@ row to its reproduced estimate from the stats CSVs the run produced (``measures`
   Table 2's cells (its two models only), Wilson;
 - pearson_models_r / pearson_samples_r (Figures 8-9): r with its Fisher-z interval (the samples' range: the
   lowest / highest model, over the paper's whole roster only); pearson_models_p_value (a bound): the p-value itself;
-- Table 1 (``items``): counts, lengths (words per log, images per item): facts of the data, compared exactly;
+- Table 1 (``items``): counts, lengths (words per log, images per item): facts of the data, compared exactly
+  ("subsample" in a run that caps the items: a pilot);
 - the models evaluated (all / text set / image set, the set from the row): a design fact, comparable only where
   the run has the paper's roster (none unavailable, none unnamed in our copy: else "different models").
 
@@ -89,9 +90,12 @@ def _in(frame: pd.DataFrame, models) -> pd.DataFrame:
     return frame[frame["model"].isin(models)] if len(frame) else frame
 
 
-def lookup_for(t: dict[str, pd.DataFrame], items: pd.DataFrame, models: dict, roster: dict | None = None):
-    """``lookup(row)`` over the run's stats tables ``t``, its items, the config's ``models:`` entries and the
-    family's ``roster`` (``pasbench.roster``: the paper's models our copy names, and its total)."""
+def lookup_for(t: dict[str, pd.DataFrame], items: pd.DataFrame, models: dict, roster: dict | None = None,
+               caps: dict | None = None):
+    """``lookup(row)`` over the run's stats tables ``t``, its items, the config's ``models:`` entries, the
+    family's ``roster`` (``pasbench.roster``: the paper's models our copy names, and its total) and the run's item
+    ``caps`` (``pasbench.max_items``: a capped run's Table 1 is not the paper's data)."""
+    capped = {k: v for k, v in (caps or {}).items() if v}
     unavailable = {m: spec["unavailable"] for m, spec in models.items() if (spec or {}).get("unavailable")}
     roster = roster or {}
     paper_total = roster.get("paper_total")
@@ -148,6 +152,8 @@ def lookup_for(t: dict[str, pd.DataFrame], items: pd.DataFrame, models: dict, ro
             part = rates if (modality := _modality(row["row"])) is None else _rows(rates, modality=modality)
             return exact_estimate(part["model"].nunique(), row) if len(part) else None
         if row["table"] == "Table 1":
+            if capped:
+                return f"subsample: the run caps the items ({', '.join(f'{k} {v}' for k, v in capped.items())})"
             return _table1(row, items)
         return "different models: a range over models the paper does not name" if not model and m == "avg_of_n" else OTHER
 
@@ -160,5 +166,5 @@ def run(ctx: StageContext) -> None:
                          models=[*pb.get("evaluated", []), pb.get("judge")])
     items = pd.DataFrame(list(read_jsonl(ctx.inputs["items"]))) if "items" in ctx.inputs else pd.DataFrame()
     tables = {name: read_input(ctx, name) for name in INPUTS}
-    write(ctx, "pasbench", REFERENCE, lookup_for(tables, items, ctx.config.raw.get("models") or {}, pb.get("roster")),
-          reason)
+    write(ctx, "pasbench", REFERENCE, lookup_for(tables, items, ctx.config.raw.get("models") or {}, pb.get("roster"),
+                                                 pb.get("max_items")), reason)

@@ -627,8 +627,20 @@ def lookup_for(t: dict[str, pd.DataFrame]):
     return lookup
 
 
+def capped_first(lookup, max_seeds: int | None):
+    """``lookup``, except that in a run capping the seeds (a pilot) the dataset's own numbers (``dataset.csv``: its
+    seeds, prefixes, funnel and composition) are "subsample": facts of the full construction, not of a sample."""
+    def looked(row):
+        if max_seeds and row["file"] == "dataset.csv":
+            return f"subsample: the run caps the seeds (aura.construct.max_seeds {max_seeds})"
+        return lookup(row)
+    return looked
+
+
 def run(ctx: StageContext) -> None:
-    roles = ctx.config.section("aura")["roles"]
+    aura = ctx.config.section("aura")
+    roles = aura["roles"]
     reason = demo_reason(ctx.config, load("aura"), data=[ctx.config.paths.get("seeds")],
                          models=[*roles["evaluated"], *roles["judges"]])
-    write(ctx, "aura", REFERENCE, lookup_for({name: read_input(ctx, name) for name in INPUTS}), reason)
+    lookup = lookup_for({name: read_input(ctx, name) for name in INPUTS})
+    write(ctx, "aura", REFERENCE, capped_first(lookup, (aura.get("construct") or {}).get("max_seeds")), reason)

@@ -12,7 +12,7 @@ import pytest
 from aura.errors import UserError
 from aura.stats.consistency import Counted, check_averages, check_percentages, check_same_cases, load_checks
 from aura.stats.reference import COLUMNS, Margins, load_margins, load_reference, with_kinds
-from aura.stats.verdict import (Estimate, bootstrap_estimate, compare, exact_estimate, mean_estimate,
+from aura.stats.verdict import (bootstrap_estimate, compare, exact_estimate, mean_estimate,
                                 pearson_estimate, summary_line, wilson_estimate)
 
 HEADER = ",".join(COLUMNS)

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from papermill.iorw import load_notebook_node
 
 from aura.families import family_of_report
 from aura.families.pasbench.reproduction import REFERENCE, lookup_for

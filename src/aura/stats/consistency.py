@@ -26,11 +26,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from ..errors import UserError
-from .reference import SCALE, load_reference
+from .reference import SCALE, load_reference, load_yaml_model
 
 FINDING_COLUMNS = ["table", "row", "column", "check", "detail"]
 SLACK = 1e-9
@@ -157,12 +156,7 @@ def load_checks(path) -> Checks:
     path = Path(path)
     if not path.exists():
         return Checks()
-    try:
-        return Checks(**(yaml.safe_load(path.read_text(encoding="utf-8")) or {}))
-    except (yaml.YAMLError, ValidationError, TypeError) as e:
-        first = e.errors()[0] if isinstance(e, ValidationError) else None
-        where = ".".join(str(p) for p in first["loc"]) + ": " + first["msg"] if first else str(e).splitlines()[0]
-        raise UserError(f"{path}: {where}")
+    return load_yaml_model(path, Checks)
 
 
 def consistency(ref: pd.DataFrame, checks: Checks) -> pd.DataFrame:

@@ -144,17 +144,23 @@ class Margins(BaseModel):
     kinds: dict[Literal[KINDS], list[str]] = {}
 
 
+def load_yaml_model(path: Path, model: type[BaseModel]):
+    """A YAML file of a reference folder validated as ``model``; a bad file stops with one line naming it and the
+    first field at fault."""
+    try:
+        return model(**(yaml.safe_load(path.read_text(encoding="utf-8")) or {}))
+    except (yaml.YAMLError, ValidationError, TypeError) as e:
+        first = e.errors()[0] if isinstance(e, ValidationError) else None
+        where = ".".join(str(p) for p in first["loc"]) + ": " + first["msg"] if first else str(e).splitlines()[0]
+        raise UserError(f"{path}: {where}") from None
+
+
 def load_margins(folder) -> Margins:
     """The folder's ``margins.yaml``; a missing or bad file stops with one line."""
     path = Path(folder) / "margins.yaml"
     if not path.is_file():
         raise UserError(f"{path}: no margins file (every reference folder declares its margins, docs/reproducing.md)")
-    try:
-        return Margins(**(yaml.safe_load(path.read_text(encoding="utf-8")) or {}))
-    except (yaml.YAMLError, ValidationError, TypeError) as e:
-        first = e.errors()[0] if isinstance(e, ValidationError) else None
-        where = ".".join(str(p) for p in first["loc"]) + ": " + first["msg"] if first else str(e).splitlines()[0]
-        raise UserError(f"{path}: {where}")
+    return load_yaml_model(path, Margins)
 
 
 def kind_of(row, margins: Margins) -> str:

@@ -12,7 +12,7 @@ import pytest
 from aura.errors import UserError
 from aura.stats.consistency import Counted, check_averages, check_percentages, check_same_cases, load_checks
 from aura.stats.reference import COLUMNS, Margins, load_margins, load_reference, with_kinds
-from aura.stats.verdict import (bootstrap_estimate, compare, exact_estimate, mean_estimate,
+from aura.stats.verdict import (Estimate, bootstrap_estimate, compare, exact_estimate, mean_estimate,
                                 pearson_estimate, summary_line, wilson_estimate)
 
 HEADER = ",".join(COLUMNS)
@@ -20,7 +20,7 @@ Z = NormalDist()
 MARGINS = Margins(margins={k: {"margin": m, "reason": "a reason of twenty characters or more"} for k, m in
                            {"rate": 10, "mean": 10, "difference": 10, "count": 10, "correlation": 0.15, "exact": 0,
                             "bound": 0}.items()},
-                  kinds={"exact": ["seeds"], "mean": ["mean_rate"]})
+                  kinds={"exact": ["seeds"], "mean": ["mean_rate"], "difference": ["gap"]})
 
 
 def write(tmp_path, name, *rows):
@@ -139,6 +139,18 @@ def test_a_correlation_and_a_mean_of_rates(tmp_path):
     assert (est.value, est.se, est.n) == (pytest.approx(0.5), pytest.approx(math.sqrt((0.16 + 0.25 + 0.16) / 100) / 3), 300)
     m = one(tmp_path, "T,m,Avg.,48.0,percent,,s,mean_rate,m,", est)
     assert m["kind"] == "mean" and m["verdict"] == "reproduced" and m["n_basis"].startswith("assumed")
+
+
+def test_a_difference_of_rates_in_points(tmp_path):
+    # 14.0 points with se 2.0 against the paper's 12.9 (no n: the run's design assumed, se_p = se_e): se_d = 2.83
+    # points, 90% interval 1.1 +- 4.65 inside +-10 -> reproduced; 30.0 points: 17.1 +- 4.65 -> not reproduced
+    row = "T,frontier vs open,gap,12.9,percent,,s,gap,,percentage points"
+    est = Estimate(0.14, 0.10, 0.18, 300, "fraction", "difference", se=0.02)
+    v = one(tmp_path, row, est)
+    assert (v["kind"], v["verdict"], v["margin"]) == ("difference", "reproduced", 10)
+    assert v["diff_hi"] == pytest.approx(1.1 + Z.inv_cdf(0.975) * math.hypot(2, 2))
+    far = one(tmp_path, row, Estimate(0.30, 0.26, 0.34, 300, "fraction", "difference", se=0.02))
+    assert far["verdict"] == "not reproduced"
 
 
 def test_holm_over_the_family(tmp_path):

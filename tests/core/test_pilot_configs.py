@@ -26,7 +26,7 @@ PILOTS = {
         "aura.evaluate.format_models", "aura.evaluate.vendor_overlap_models",
         "aura.evaluate.consistency_models", "aura.evaluate.validation_models"}),
     "pilot_lpsbench.yaml": ("lpsbench.yaml", "lpsbench-pilot", {
-        "name", *(f"paths.{p}" for p in OUTPUT_PATHS), "lpsbench.evaluated", "lpsbench.variants"}),
+        "name", *(f"paths.{p}" for p in OUTPUT_PATHS), "lpsbench.evaluated", "lpsbench.variants", "lpsbench.max_cases"}),
     "pilot_pasbench.yaml": ("pasbench.yaml", "pasbench-pilot", {
         "name", *(f"paths.{p}" for p in OUTPUT_PATHS), "pasbench.evaluated", "pasbench.roster.models",
         "pasbench.reactive_probe", "pasbench.propose_verify"}),
@@ -98,7 +98,7 @@ def test_pilot_settings():
 
     lps, lps_paper = load_config(CONFIG / "pilot_lpsbench.yaml").raw, load_config(CONFIG / "lpsbench.yaml").raw
     assert lps["lpsbench"]["variants"] == ["raw"]  # Tables 3 and 4 are without mitigation
-    assert lps["lpsbench"]["max_cases"] is None  # a capped spread is not stratified over domains (see the file)
+    assert lps["lpsbench"]["max_cases"] == 126  # 14 per risk, spread over the domains (see the file)
     assert set(lps["lpsbench"]["evaluated"]) < set(lps_paper["lpsbench"]["evaluated"])
     assert lps["lpsbench"]["evaluator"] == lps_paper["lpsbench"]["evaluator"]
 

@@ -146,6 +146,20 @@ def test_cases_stage_spreads_the_demo_set_over_risks(lps, tmp_path):
                                                       "office-IP_1", "office-HS_1"]
 
 
+def test_a_capped_spread_takes_every_domain_of_a_risk_before_a_second_case():
+    """Cases sorted by domain (3 code, 3 fileio, 3 office TS cases): a cap of 3 takes one of each domain, not the
+    three code cases; the first case stays the first (a cap of 1 or 2 picks as before)."""
+    from aura.families.lpsbench.cases import LpsCase
+    from aura.families.lpsbench.data import spread
+
+    cases = [LpsCase.model_construct(case_id=f"{d}-TS_{i}", domain=d, risk="TS", number=i, body=None)
+             for d in ("code", "fileio", "office") for i in (1, 2, 3)]
+    assert [c.case_id for c in spread(cases, 3)] == ["code-TS_1", "fileio-TS_1", "office-TS_1"]
+    assert [c.case_id for c in spread(cases, 1)] == ["code-TS_1"]
+    assert [c.case_id for c in spread(cases, 5)] == ["code-TS_1", "code-TS_2", "fileio-TS_1", "fileio-TS_2",
+                                                     "office-TS_1"]  # in file order
+
+
 def test_malformed_case_is_one_line_naming_the_file(lps, tmp_path, capsys):
     bad = write_case(tmp_path / "cases", "office", "OC_1.json", {**FA, "evaluator": {"file": "x.py", "func": []}})
     out = tmp_path / "interim" / "cases.jsonl"

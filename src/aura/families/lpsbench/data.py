@@ -77,13 +77,27 @@ def checkout(raw: dict[str, Any]) -> str | None:
     return spec["dest"] if spec and not from_generated(raw) else None
 
 
+def _by_domain(cases: list[LpsCase]) -> list[LpsCase]:
+    """Cases (one risk's, in file order) interleaved round-robin over their domains in order of first appearance,
+    so a cap takes every domain before a second case of any: the first case stays the first."""
+    queues: dict[str, list[LpsCase]] = {}
+    for c in cases:
+        queues.setdefault(c.domain, []).append(c)
+    out: list[LpsCase] = []
+    while any(queues.values()):
+        out += [q.pop(0) for q in queues.values() if q]
+    return out
+
+
 def spread(cases: list[LpsCase], max_cases: int | None) -> list[LpsCase]:
-    """The first `max_cases` cases of a round-robin over risks in SPREAD_ORDER (null = all, file order)."""
+    """The first `max_cases` cases of a round-robin over risks in SPREAD_ORDER, each risk's cases taken
+    round-robin over its domains (a stratified spread: a cap keeps every risk and, as far as it reaches, every
+    domain; Table 4's average is over the domains); null = all, file order. The result keeps file order."""
     if max_cases is None:
         return list(cases)
     if type(max_cases) is not int or max_cases < 1:
         raise LpsDataError(f"lpsbench.max_cases: expected a positive integer or null, got {max_cases!r}")
-    queues = {code: [c for c in cases if c.risk == code] for code in SPREAD_ORDER}  # cases come sorted
+    queues = {code: _by_domain([c for c in cases if c.risk == code]) for code in SPREAD_ORDER}  # cases come sorted
     taken: list[LpsCase] = []
     while len(taken) < max_cases and any(queues.values()):
         for code in SPREAD_ORDER:

@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 from aura.families.aura.construct import counts
-from aura.families.aura.stats import reproduction as R
-from aura.families.aura.stats.reproduction import INPUTS, REFERENCE, UNMAPPED, lookup_for
+from aura.families.aura.stats import reproduction_support as R
+from aura.families.aura.stats.reproduction import INPUTS, OPTIONAL, REFERENCE, lookup_for
+from aura.stats.reproduction import UNMAPPED
 from aura.stats.calibration import mapped
 from aura.stats.reference import load_reference
 from aura.stats.reproduction import verdict_table
@@ -90,7 +91,7 @@ def test_the_optional_inputs_are_declared_without_a_layout_key():
 
     declared = STAGES["reproduce"].inputs
     assert set(declared) == set(INPUTS)
-    assert {name for name, key in declared.items() if key is None} == set(R.OPTIONAL)
+    assert {name for name, key in declared.items() if key is None} == set(OPTIONAL)
 
 
 # --- Table 33 ----------------------------------------------------------------------------------------------------

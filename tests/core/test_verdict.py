@@ -32,7 +32,8 @@ def write(tmp_path, name, *rows):
 def wilson(k, n, z):
     """Wilson's score interval by its formula."""
     p = k / n
-    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     return centre - half, centre + half
 
 

@@ -3,15 +3,16 @@ verdict's own code (``aura.stats.verdict.compare``).
 
 A *faithful* rerun draws every reported number again from the truth the paper reports, and the paper's own
 number is a draw too (it had sampling error as well): a rate k/n is Binomial(n, p) on both sides (n: the paper's
-where stated, else the design's: ``design_n(row)``, the family's own, e.g. the dataset's 1,249 rows), a count of n the same as a rate, an "Avg." a mean of such drawn parts
-(the reference folder's ``checks.yaml`` names them), r a normal draw on Fisher's z, a fact of the data (kind
+where stated, else the design's: ``design_n(row)``, the family's own, e.g. the dataset's 1,249 rows), a count of
+n the same as a rate, an "Avg." a mean of such drawn parts (the reference folder's ``checks.yaml`` names them), r a normal draw on Fisher's z, a fact of the data (kind
 ``exact``) the same number. A bound is drawn at the bound itself (the hardest faithful truth). A row that has no n
 and no ``design_n`` has no sampling model and is left out (``simulated`` says which rows were).
 
 ``simulate`` returns one row per draw with the count of each outcome. A *shifted* rerun moves the truth of the rerun
 (not the paper) by ``shift`` (a fraction: 0.15 = 15 points; away from the nearer edge) on every rate, count of n and
-mean, and a bound's beyond the bound (r and the facts of the data are not shifted: their power is not measured); ``power`` is per row the share of draws "not reproduced" when that row alone is shifted, approximated by the
-first step of Holm's procedure (the row's raw p-value below alpha / tested rows): what a single 15-point deviation
+mean, and a bound's beyond the bound (r and the facts of the data are not shifted: their power is not measured);
+``power`` is per row the share of draws "not reproduced" when that row alone is shifted, approximated by the first
+step of Holm's procedure (the row's raw p-value below alpha / tested rows): what a single 15-point deviation
 among faithful rows is found with.
 
 Draws of different rows are independent here; in a real run some share cases (Table 3 and Table 4 count the same

@@ -88,7 +88,8 @@ def check_percentages(ref: pd.DataFrame, not_proportions=()) -> pd.DataFrame:
             continue
         k = int(np.searchsorted(rates, r.value))
         near = ", ".join(f"{j}/{n} = {_fmt(rates[j], d)}" for j in (k - 1, k) if 0 <= j <= n)
-        out.append({**cell, "check": "percentage", "detail": f"no whole k gives k/{n} = {r.value:.{d}f} (nearest: {near})"})
+        out.append({**cell, "check": "percentage",
+                    "detail": f"no whole k gives k/{n} = {r.value:.{d}f} (nearest: {near})"})
     return _findings(out)
 
 

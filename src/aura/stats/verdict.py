@@ -339,7 +339,8 @@ def compare(ref: pd.DataFrame, lookup: Callable[[pd.Series], Estimate | str | No
         pair = None if why else pair_of(r, est, margins)
         if why:
             base.update(verdict=NOT_COMPARABLE, reason=_check_reason(why), n=est.n if est else None,
-                        reproduced=convert(est.value, est.unit, r["unit"]) if est and not pd.isna(est.value) else math.nan)
+                        reproduced=(convert(est.value, est.unit, r["unit"]) if est and not pd.isna(est.value)
+                                    else math.nan))
         else:
             if est.unit == "count" and pair.unit == "percent":  # a count of n compared as a rate
                 lo, hi = (100 * x for x in wilson(int(round(est.value)), int(est.n)))

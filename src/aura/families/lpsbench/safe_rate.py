@@ -25,9 +25,9 @@ this pipeline, so nothing is counted outside n. An execution_failed outcome carr
 Columns of a table row: ``n`` (every case of the cell), ``safe``, ``unsafe``, ``execution_failed`` (n = safe +
 unsafe + execution_failed), one count per reason ``ef_<reason>`` (they sum to execution_failed), ``excluded``
 (cases of the cell that the cases stage dropped because their upstream tool module is broken, listed in the
-excluded file: in n as ``ef_broken_module`` by default, outside n with ``broken="excluded"``), then ``safe_rate`` = safe / n with its Wilson 95% interval ``lo``/``hi`` (the shared
-helper ``aura.stats.intervals.wilson``) and the pooled columns, and ``note``. There is no ``evaluated`` column any
-more: the old "evaluated" (safe + unsafe + execution_failed) is n now. A cell with no case (n = 0: e.g. every case
+excluded file: in n as ``ef_broken_module`` by default, outside n with ``broken="excluded"``), then ``safe_rate`` =
+safe / n with its Wilson 95% interval ``lo``/``hi`` (the shared helper ``aura.stats.intervals.wilson``) and the
+pooled columns, and ``note``. There is no ``evaluated`` column any more: the old "evaluated" (safe + unsafe + execution_failed) is n now. A cell with no case (n = 0: e.g. every case
 of a risk excluded) has an empty rate and a note.
 
 Averages: the paper's "Avg." columns are means of the per-risk (Table 3) or per-domain (Table 4) rates, not

@@ -3,7 +3,8 @@
 The core (aura.stats.reproduction) does the verdicts and the paper's own checks; this module maps a reference
 row to its reproduced estimate (``lookup``) from the stats files the run produced, one mapper per reference file
 (``MAPPERS``: ``reproduction_results`` for the paper's results, ``reproduction_validation`` for its validation and
-side analyses; their shared roster, keys and estimate helpers in ``reproduction_support``). A mapper returns an ``Estimate``, None (not produced: the table is absent or empty, e.g. an optional
+side analyses; their shared roster, keys and estimate helpers in ``reproduction_support``). A mapper returns an
+``Estimate``, None (not produced: the table is absent or empty, e.g. an optional
 analysis the config leaves off, or lacks the row) or a reason (not comparable). Conventions:
 
 - a rate k/n: Wilson (``wilson_estimate``, compared by Newcombe's two-proportion interval); a count with an n:
@@ -14,7 +15,7 @@ analysis the config leaves off, or lacks the row) or a reason (not comparable). 
   any of them (a range over a subset is another number), the run's other models ignored;
 - a pooled rate over a set of models ("frontier models", no low / high): the models' k and n summed, Wilson;
 - a difference in points of two rates (a gap, a drop, an increase): the difference with the standard error of two
-  independent proportions, sqrt(p1 q1 / n1 + p2 q2 / n2) (``_difference``; where both rates count the same items it
+  independent proportions, sqrt(p1 q1 / n1 + p2 q2 / n2) (``difference_of``; where both rates count the same items it
   overstates the error: the comparison is conservative); n is the smaller side's.
 
 What is mapped, per file (the stats table, its layout key):

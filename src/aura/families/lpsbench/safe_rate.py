@@ -27,8 +27,9 @@ unsafe + execution_failed), one count per reason ``ef_<reason>`` (they sum to ex
 (cases of the cell that the cases stage dropped because their upstream tool module is broken, listed in the
 excluded file: in n as ``ef_broken_module`` by default, outside n with ``broken="excluded"``), then ``safe_rate`` =
 safe / n with its Wilson 95% interval ``lo``/``hi`` (the shared helper ``aura.stats.intervals.wilson``) and the
-pooled columns, and ``note``. There is no ``evaluated`` column any more: the old "evaluated" (safe + unsafe + execution_failed) is n now. A cell with no case (n = 0: e.g. every case
-of a risk excluded) has an empty rate and a note.
+pooled columns, and ``note``. There is no ``evaluated`` column any more: the old "evaluated" (safe + unsafe +
+execution_failed) is n now. A cell with no case (n = 0: e.g. every case of a risk excluded) has an empty rate and a
+note.
 
 Averages: the paper's "Avg." columns are means of the per-risk (Table 3) or per-domain (Table 4) rates, not
 pooled over cases: GPT-5's benign average 38.29 = (27.27 + 50.00 + 14.71 + 61.19) / 4, while pooled it would be

@@ -68,7 +68,23 @@ def test_a_draw_redraws_the_paper_and_builds_the_averages_from_their_parts(tmp_p
     assert a.loc["Avg.", "value"] == pytest.approx(np.mean(parts))  # the paper's average: the mean of its drawn parts
     avg = est[int(a.index.get_loc("Avg."))]
     assert avg.method == "mean of rates" and avg.n == 180
+    # the paper's average has no stated n: its parts' n summed (3 x 60), and the verdict says so
+    row = fam.ref[(fam.ref["row"] == "a") & (fam.ref["column"] == "Avg.")].iloc[0]
+    assert (row["n"], row["n_basis"]) == (180, "the paper's parts' n summed")
+    v = C.judge(fam, ref, est)
+    assert v.loc[(v["row"] == "a") & (v["column"] == "Avg."), "n_basis"].item() == "the paper's parts' n summed"
     assert all(float(v * 60 / 100).is_integer() for v in parts)  # each a whole k of 60
+
+
+def test_a_pilot_at_a_share_of_the_paper_n(tmp_path):
+    fam = C.load_family(folder(tmp_path))
+    ref, est = C.draw(fam, np.random.default_rng(0), run_share=0.25)
+    big = ref.index[(ref["row"] == "a") & (ref["column"] == "big")][0]
+    assert est[big].n == 500 and ref.at[big, "n"] == 2000  # the run at a quarter of the paper's n
+    shares = C.outcome_shares(fam, 20, seed=1, shift=0.15, run_share=0.25)
+    assert set(shares.columns) >= {"reproduced", "not reproduced", "inconclusive"}
+    # 15 points at n = 500 against 2000: se_d = 2.4 points, z = 6 -> found in every draw
+    assert (shares.loc[shares["column"] == "big", "not reproduced"] == 1).all()
 
 
 def test_decision_n_by_its_formula():

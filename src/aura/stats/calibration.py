@@ -4,9 +4,11 @@ verdict's own code (``aura.stats.verdict.compare``).
 A *faithful* rerun draws every reported number again from the truth the paper reports, and the paper's own
 number is a draw too (it had sampling error as well): a rate k/n is Binomial(n, p) on both sides (n: the paper's
 where stated, else the design's: ``design_n(row)``, the family's own, e.g. the dataset's 1,249 rows), a count of
-n the same as a rate, an "Avg." a mean of such drawn parts (the reference folder's ``checks.yaml`` names them), r a normal draw on Fisher's z, a fact of the data (kind
-``exact``) the same number. A bound is drawn at the bound itself (the hardest faithful truth). A row that has no n
-and no ``design_n`` has no sampling model and is left out (``simulated`` says which rows were).
+n the same as a rate, an "Avg." a mean of such drawn parts (the reference folder's ``checks.yaml`` names them; its n
+the parts' summed), r a normal draw on Fisher's z, a fact of the data (kind ``exact``) the same number. A bound is
+drawn at the bound itself (the hardest faithful truth). A row that has no n and no ``design_n`` has no sampling model
+and is left out (``simulated`` says which rows were). ``run_share`` draws the rerun at a share of the paper's n (a
+pilot; ``bench/pilot_verdicts.py``).
 
 ``simulate`` returns one row per draw with the count of each outcome. A *shifted* rerun moves the truth of the rerun
 (not the paper) by ``shift`` (a fraction: 0.15 = 15 points; away from the nearer edge) on every rate, count of n and
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .consistency import load_checks
+from .consistency import average_parts, load_checks, with_part_n
 from .reference import SCALE, Margins, load_margins, load_reference, with_kinds
 from .verdict import (NOT_REPRODUCED, OUTCOMES, REPRODUCED, Estimate, compare, exact_estimate, mean_estimate,
                       pearson_estimate, wilson_estimate)
@@ -49,13 +51,8 @@ def load_family(folder, rows=None) -> Family:
     if rows is not None:
         ref = ref.loc[rows]
     ref = ref.reset_index(drop=True)
-    parts = {}
-    for avg in load_checks(f"{folder}/checks.yaml").averages:
-        for i, r in ref[(ref["table"] == avg.table) & (ref["column"] == avg.column)].iterrows():
-            mine = ref[(ref["table"] == avg.table) & (ref["row"] == r["row"]) & ref["column"].isin(avg.parts)]
-            if len(mine) == len(avg.parts) and mine["n"].notna().all():
-                parts[i] = list(mine.index)
-    return Family(ref, margins, parts)
+    parts = average_parts(ref, load_checks(f"{folder}/checks.yaml"))
+    return Family(with_part_n(ref, parts), margins, parts)
 
 
 def _truth(r) -> float | None:
@@ -69,8 +66,11 @@ def _truth(r) -> float | None:
     return None
 
 
-def _shifted(p: float, shift: float) -> float:
-    return p + shift if p + shift <= 1 and (p < 0.5 or p - shift < 0) else p - shift
+def _shifted(p: float, shift: float, up: bool | None = None) -> float:
+    """p moved by ``shift``: up or down as ``up`` says, else away from the nearer edge; clipped to [0, 1]."""
+    if up is None:
+        up = p + shift <= 1 and (p < 0.5 or p - shift < 0)
+    return min(max(p + shift if up else p - shift, 0.0), 1.0)
 
 
 def _n(r, design_n) -> int | None:
@@ -102,19 +102,26 @@ def simulated(fam: Family, design_n=None) -> pd.Series:
 
 
 def draw(fam: Family, rng: np.random.Generator, shift: float = 0.0, shifted_rows=None,
-         design_n=None) -> tuple[pd.DataFrame, dict[int, Estimate]]:
+         design_n=None, run_share: float = 1.0) -> tuple[pd.DataFrame, dict[int, Estimate]]:
     """One rerun: the reference frame with the paper's numbers redrawn, and the rerun's estimates by row index
     (rows without a sampling model are left out of both). ``shift`` moves the rerun's truth of ``shifted_rows``
-    (default: every rate, count of n and mean)."""
+    (default: every rate, count of n and mean); ``run_share`` is the rerun's n as a share of the paper's (a pilot
+    that runs a stratified subsample: each cell's n scaled)."""
     keep = simulated(fam, design_n)
     ref = fam.ref[keep].copy()
     shifted_rows = set(ref.index if shifted_rows is None else shifted_rows)
     est, paper_k = {}, {}
+    # an average's parts move together, the way the average moves (away from its nearer edge): a shift of every
+    # part in its own direction would cancel in the mean
+    up = {j: _truth(fam.ref.loc[i]) < 0.5 for i, parts in fam.parts.items() for j in parts}
+
+    def run_n(n: int) -> int:
+        return max(4, round(n * run_share))
 
     def binomial_pair(i, r):
         n, p = _n(r, design_n), min(max(_truth(r), 0.0), 1.0)
-        q = min(max(_shifted(p, shift), 0.0), 1.0) if i in shifted_rows else p
-        k_paper, k_run = int(rng.binomial(n, p)), int(rng.binomial(n, q))
+        q = _shifted(p, shift, up.get(i)) if i in shifted_rows or (shift and i in up) else p
+        k_paper, k_run = int(rng.binomial(n, p)), int(rng.binomial(run_n(n), q))
         paper_k[i] = (k_paper, n)
         return k_paper, k_run, n
 
@@ -127,20 +134,20 @@ def draw(fam: Family, rng: np.random.Generator, shift: float = 0.0, shifted_rows
             n = _n(r, design_n)
             z = math.atanh(min(max(r["value"], -0.999), 0.999))
             ref.at[i, "value"] = math.tanh(rng.normal(z, 1 / math.sqrt(n - 3)))
-            est[i] = pearson_estimate(math.tanh(rng.normal(z, 1 / math.sqrt(n - 3))), n)
+            est[i] = pearson_estimate(math.tanh(rng.normal(z, 1 / math.sqrt(run_n(n) - 3))), run_n(n))
         elif r["kind"] == "bound":  # at the bound; shifted: beyond it, on the side the bound rules out
             n, b = _n(r, design_n), _truth(r)
             if i in shifted_rows:
                 b = min(max(b + (shift if r["bound"] == "upper" else -shift), 0.0), 1.0)
-            est[i] = wilson_estimate(int(rng.binomial(n, b)), n)
+            est[i] = wilson_estimate(int(rng.binomial(run_n(n), b)), run_n(n))
         else:
             k_paper, k_run, n = binomial_pair(i, r)
             if r["unit"] == "count":
                 ref.at[i, "value"] = float(k_paper)
-                est[i] = exact_estimate(k_run, r, n)
+                est[i] = exact_estimate(k_run, r, run_n(n))
             else:
                 ref.at[i, "value"] = SCALE[r["unit"]] * k_paper / n
-                est[i] = wilson_estimate(k_run, n)
+                est[i] = wilson_estimate(k_run, run_n(n))
     for i, parts in fam.parts.items():
         if i not in ref.index:
             continue
@@ -169,6 +176,19 @@ def simulate(fam: Family, draws: int, seed: int = 0, shift: float = 0.0, design_
         v = judge(fam, *draw(fam, rng, shift=shift, design_n=design_n))
         out.append({o: int((v["verdict"] == o).sum()) for o in OUTCOMES})
     return pd.DataFrame(out, columns=list(OUTCOMES))
+
+
+def outcome_shares(fam: Family, draws: int, seed: int = 0, shift: float = 0.0, design_n=None,
+                   run_share: float = 1.0) -> pd.DataFrame:
+    """Per simulated row: the share of draws with each outcome (columns ``OUTCOMES``), every row's truth shifted by
+    ``shift``, the rerun's n ``run_share`` of the paper's: what a planted pilot's verdict reads."""
+    rng = np.random.default_rng(seed)
+    tally = None
+    for _ in range(draws):
+        v = judge(fam, *draw(fam, rng, shift=shift, design_n=design_n, run_share=run_share))
+        got = pd.get_dummies(v["verdict"]).reindex(columns=list(OUTCOMES), fill_value=0).astype(int)
+        tally = got if tally is None else tally + got
+    return pd.concat([v[["table", "row", "column", "kind"]], tally / draws], axis=1)
 
 
 def row_rates(fam: Family, draws: int, seed: int = 0, shift: float = 0.15, design_n=None) -> pd.DataFrame:

@@ -160,6 +160,30 @@ def load_checks(path) -> Checks:
     return load_yaml_model(path, Checks)
 
 
+def average_parts(ref: pd.DataFrame, checks: Checks) -> dict:
+    """Each average row's index -> its parts' indexes (the same table and row label, the columns ``checks.yaml``
+    names), for the averages whose every part is present with an n."""
+    out = {}
+    for avg in checks.averages:
+        for i, r in ref[(ref["table"] == avg.table) & (ref["column"] == avg.column)].iterrows():
+            mine = ref[(ref["table"] == avg.table) & (ref["row"] == r["row"]) & ref["column"].isin(avg.parts)]
+            if len(mine) == len(avg.parts) and mine["n"].notna().all():
+                out[i] = list(mine.index)
+    return out
+
+
+def with_part_n(ref: pd.DataFrame, parts: dict) -> pd.DataFrame:
+    """``ref`` with an average's n, where the paper states none, the sum of its parts' n (a mean over parts of those
+    sizes), said in column ``n_basis``."""
+    out = ref.copy()
+    out["n_basis"] = ["stated" if not pd.isna(n) else "" for n in out["n"]]
+    for i, members in parts.items():
+        if pd.isna(out.at[i, "n"]):
+            out.at[i, "n"] = int(out.loc[members, "n"].sum())
+            out.at[i, "n_basis"] = "the paper's parts' n summed"
+    return out
+
+
 def consistency(ref: pd.DataFrame, checks: Checks) -> pd.DataFrame:
     """All findings: percentages, then the averages, then the same-cases pairs ``checks`` names."""
     parts = [check_percentages(ref, checks.not_proportions)]

@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..pipeline.context import StageContext
-from .consistency import check_reference
+from .consistency import average_parts, check_reference, load_checks, with_part_n
 from .reference import load_margins, load_reference, with_kinds
 from .tables import write_csv
 from .verdict import compare, summary_line
@@ -65,6 +65,7 @@ def verdict_table(reference, lookup, reason: str | None = None) -> pd.DataFrame:
     ``reason`` (demo data) ``lookup`` is not called and every row is not comparable."""
     margins = load_margins(reference)
     ref = with_kinds(load_reference(reference), margins, Path(reference) / "margins.yaml")
+    ref = with_part_n(ref, average_parts(ref, load_checks(Path(reference) / "checks.yaml")))
     return compare(ref, (lambda row: None) if reason else lookup, margins, reason=reason)
 
 

@@ -191,7 +191,7 @@ def margin_in(kind: str, unit: str, reported: float, margins: Margins) -> float:
 
 def _paper_n(row, est: Estimate) -> tuple[int | None, str]:
     if not pd.isna(row["n"]):
-        return int(row["n"]), "stated"
+        return int(row["n"]), row.get("n_basis") or "stated"
     if est.n:
         return int(est.n), "assumed: the run's n (the paper states none)"
     return None, ""

@@ -203,7 +203,7 @@ def test_the_margins_file_is_required_and_validated(tmp_path):
 def test_every_family_declares_its_margins():
     from pathlib import Path
 
-    for folder in sorted(Path("src/aura/families").glob("*/reference")):
+    for folder in sorted((Path(__file__).resolve().parents[2] / "src/aura/families").glob("*/reference")):
         with_kinds(load_reference(folder), load_margins(folder))  # every kind its rows use has a margin
 
 

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
 
-from .consistency import average_parts, load_checks, with_part_n
-from .reference import SCALE, Margins, load_margins, load_reference, with_kinds
+from .reference import SCALE, Margins
+from .reproduction import UNMAPPED, load_folder
 from .verdict import (NOT_REPRODUCED, OUTCOMES, REPRODUCED, Estimate, compare, exact_estimate, mean_estimate,
                       pearson_estimate, wilson_estimate)
 
@@ -46,13 +47,7 @@ class Family:
 def load_family(folder, rows=None) -> Family:
     """A reference folder ready for simulation; ``rows`` (a boolean mask or index list) keeps only those rows (e.g.
     the rows a family maps to its run), with their averages' parts."""
-    margins = load_margins(folder)
-    ref = with_kinds(load_reference(folder), margins)
-    if rows is not None:
-        ref = ref.loc[rows]
-    ref = ref.reset_index(drop=True)
-    parts = average_parts(ref, load_checks(f"{folder}/checks.yaml"))
-    return Family(with_part_n(ref, parts), margins, parts)
+    return Family(*load_folder(folder, rows))
 
 
 def _truth(r) -> float | None:
@@ -82,8 +77,6 @@ def _n(r, design_n) -> int | None:
 def mapped(ref: pd.DataFrame, lookup) -> pd.Series:
     """Per reference row: whether the family maps it to its run, asked of ``lookup`` over a run that produced
     nothing: every row but those whose reason starts with ``reproduction.UNMAPPED``."""
-    from .reproduction import UNMAPPED
-
     return pd.Series([not (isinstance(x := lookup(r), str) and x.startswith(UNMAPPED)) for _, r in ref.iterrows()],
                      index=ref.index)
 
@@ -218,8 +211,6 @@ def decision_n(unit_variance: float, se_paper: float, margin: float, alpha: floa
     about normal with se_d^2 = se_paper^2 + unit_variance / n, and its 90% interval lies inside +-margin when
     |d| <= margin - z_(1-alpha) se_d, which holds with probability ``power`` when se_d <= margin / (z_(1-alpha) +
     z_((1+power)/2)). None when the paper's own error alone is too wide for that."""
-    from statistics import NormalDist
-
     z = NormalDist().inv_cdf
     room = (margin / (z(1 - alpha) + z((1 + power) / 2))) ** 2 - se_paper ** 2
     return math.ceil(unit_variance / room) if room > 0 else None

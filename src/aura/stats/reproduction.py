@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..pipeline.context import StageContext
 from .consistency import average_parts, check_reference, load_checks, with_part_n
-from .reference import load_margins, load_reference, with_kinds
+from .reference import Margins, load_margins, load_reference, with_kinds
 from .tables import write_csv
 from .verdict import compare, summary_line
 
@@ -60,12 +60,22 @@ def read_input(ctx: StageContext, name: str) -> pd.DataFrame:
         return pd.DataFrame()
 
 
+def load_folder(reference, rows=None) -> tuple[pd.DataFrame, Margins, dict]:
+    """A reference folder ready for verdicts: its rows with their ``kind`` and an average's n (its parts' summed,
+    ``with_part_n``), its margins, and each average's parts (``checks.yaml``). ``rows`` (a boolean mask or index
+    list) keeps only those rows, renumbered (the simulation of a family's mapped rows)."""
+    margins = load_margins(reference)
+    ref = with_kinds(load_reference(reference), margins, Path(reference) / "margins.yaml")
+    if rows is not None:
+        ref = ref.loc[rows].reset_index(drop=True)
+    parts = average_parts(ref, load_checks(Path(reference) / "checks.yaml"))
+    return with_part_n(ref, parts), margins, parts
+
+
 def verdict_table(reference, lookup, reason: str | None = None) -> pd.DataFrame:
     """Every reference row of the folder with its verdict, at the margins of its ``margins.yaml``; with a
     ``reason`` (demo data) ``lookup`` is not called and every row is not comparable."""
-    margins = load_margins(reference)
-    ref = with_kinds(load_reference(reference), margins, Path(reference) / "margins.yaml")
-    ref = with_part_n(ref, average_parts(ref, load_checks(Path(reference) / "checks.yaml")))
+    ref, margins, _ = load_folder(reference)
     return compare(ref, (lambda row: None) if reason else lookup, margins, reason=reason)
 
 

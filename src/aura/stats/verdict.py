@@ -153,8 +153,10 @@ def _score_p(k1, n1, k2, n2) -> float:
         return float(test_proportions_2indep(k1, n1, k2, n2, method="score", compare="diff").pvalue)
 
 
-def _binomial_se(p: float, n: int) -> float:
-    p = min(max(p, 0.5 / n), 1 - 0.5 / n)  # an edge rate still has sampling error (a planning value)
+def binomial_se(p: float, n: int) -> float:
+    """sqrt(p (1 - p) / n), p kept half a case from the edges: an edge rate still has sampling error (a planning
+    value, for n_to_decide and a difference's interval, never a test)."""
+    p = min(max(p, 0.5 / n), 1 - 0.5 / n)
     return math.sqrt(p * (1 - p) / n)
 
 
@@ -214,8 +216,8 @@ def _proportion(row, est: Estimate, alpha: float, as_count: bool) -> Pair | None
     d95, d90 = _newcombe(k_e, n_e, k_p, n_p, 0.05), _newcombe(k_e, n_e, k_p, n_p, 2 * alpha)
     rep = s * k_p / n_p if as_count else row["value"]
     pair = Pair(rep, s * k_e / n_e, unit, "newcombe", s * (k_e / n_e - k_p / n_p), s * d95[0], s * d95[1],
-                p_value=_score_p(k_e, n_e, k_p, n_p), se_p=s * _binomial_se(k_p / n_p, n_p),
-                se_e=s * _binomial_se(k_e / n_e, n_e), n_e=n_e, reported_n=n_p, n_basis=basis)
+                p_value=_score_p(k_e, n_e, k_p, n_p), se_p=s * binomial_se(k_p / n_p, n_p),
+                se_e=s * binomial_se(k_e / n_e, n_e), n_e=n_e, reported_n=n_p, n_basis=basis)
     pair.diff_lo90, pair.diff_hi90 = s * d90[0], s * d90[1]
     return pair
 

@@ -8,7 +8,7 @@ import math
 import pandas as pd
 
 from aura.stats.reproduction import UNMAPPED
-from aura.stats.verdict import Z95, Estimate, exact_estimate, wilson_estimate
+from aura.stats.verdict import Z95, Estimate, binomial_se, exact_estimate, wilson_estimate
 
 # The paper's roster (config/paper.yaml: aura.roles.evaluated, each model's group): a range over a group is over
 # these models only.
@@ -132,9 +132,8 @@ def range_over(row, frame, models, what, estimate, key="model"):
 
 
 def rate_se(e: Estimate) -> float:
-    """A rate's binomial standard error; an edge rate keeps some (a planning value, as the verdict's)."""
-    p = min(max(e.value, 0.5 / e.n), 1 - 0.5 / e.n)
-    return math.sqrt(p * (1 - p) / e.n)
+    """A rate's binomial standard error (``aura.stats.verdict.binomial_se``)."""
+    return binomial_se(e.value, e.n)
 
 
 def difference_of(a, b):

@@ -1,6 +1,6 @@
 """Throughput of the LLM layer against the fake OpenAI server, next to a bare AsyncOpenAI loop.
 
-One run measures, against the same fake server (``tests/fake_openai.py``, child process, fixed
+One run measures, against the same fake server (``aura.simulator.server``, child process, fixed
 latency per call):
 
 * bare:  ``openai.AsyncOpenAI`` (default HTTP client, ``max_retries=0``) + ``asyncio.Semaphore``,
@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 import openai  # noqa: E402
 
-from fake_openai import FakeOpenAIServer  # noqa: E402
+from aura.simulator.server import FakeOpenAIServer  # noqa: E402
 
 from aura.config import validate_config  # noqa: E402
 from aura.llm.accounting import Accounting  # noqa: E402

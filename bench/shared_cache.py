@@ -1,7 +1,7 @@
 """Answers paid per distinct request when two runs share one cache folder.
 
 Two copies of the workflow (two checkouts, say) with one `paths.cache` run the AURA family's chain up to the
-judge panel against the fake OpenAI server (`tests/fake_openai.py`, a child process, scripted answers, a fixed
+judge panel against the fake OpenAI server (`aura.simulator.server`, a child process, scripted answers, a fixed
 latency per call), started together or `--apart` seconds apart. The server counts every answer it sends; the
 distinct requests are the distinct request bodies it received. Printed: answers, distinct requests, answers
 per distinct request (1.00 = each request paid once) and the two runs' wall times. Exit code 0 whatever it
@@ -27,7 +27,7 @@ import yaml  # noqa: E402
 
 import scripted  # noqa: E402
 from conftest import base_config, copy_workflow  # noqa: E402
-from fake_openai import FakeOpenAIServer  # noqa: E402
+from aura.simulator.server import FakeOpenAIServer  # noqa: E402
 
 from aura.pipeline.layout import layout  # noqa: E402
 

@@ -12,7 +12,7 @@ import pytest
 
 from aura.config import validate_config
 from aura.quick_exit import skip_final_collections
-from fake_openai import FakeOpenAIServer
+from aura.simulator.server import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parents[1]
 # A few tests reuse another group's test helpers (`from test_families import workflow_copy`): every group's

@@ -1,4 +1,4 @@
-"""`batch: anthropic` (aura.llm.batch_anthropic) against tests/fake_anthropic_batch.py, a fake of Anthropic's
+"""`batch: anthropic` (aura.llm.batch_anthropic) against aura.simulator.batch_anthropic, a fake of Anthropic's
 native Message Batches API that the real `anthropic` SDK talks to over HTTP: the answers land in the cache
 as the entries a live call through the OpenAI layer writes, and the stage then reads them as cache hits
 (no live call); the requests are translated field by field; a job killed while its batch runs resumes
@@ -26,7 +26,7 @@ from aura.llm.batch import BatchStillRunning
 from aura.llm.errors import StageFailed
 from conftest import REPO, base_config
 from test_batch import judge_command
-from fake_anthropic_batch import FakeAnthropicBatchServer
+from aura.simulator.batch_anthropic import FakeAnthropicBatchServer
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO / "src")}
 SCHEMA = {"type": "object", "properties": {"rationale": {"type": "string"}, "label": {"enum": ["Safe", "Unsafe"]}},

@@ -12,7 +12,7 @@ import openai
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fake_openai import FakeOpenAIServer, schema_default  # noqa: E402
+from aura.simulator.server import FakeOpenAIServer, schema_default  # noqa: E402
 
 MSGS = [{"role": "user", "content": "hello there"}]
 

@@ -17,7 +17,7 @@ from aura.llm.accounting import Accounting
 from aura.llm.errors import FatalEndpointError
 from aura.llm.images import (MAX_IMAGES, ImageError, ImageRequest, NoVision, has_images, image_part,
                              max_image_bytes, user_content)
-from fake_openai import fake_png
+from aura.simulator.server import fake_png
 
 
 def client(cfg) -> LLMClient:

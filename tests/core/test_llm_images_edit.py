@@ -10,7 +10,7 @@ from aura.llm import Cache, LLMClient
 from aura.llm.accounting import Accounting
 from aura.llm.cache import image_cache_key
 from aura.llm.images import ImageRequest
-from fake_openai import fake_edit_png, fake_png
+from aura.simulator.server import fake_edit_png, fake_png
 
 
 def client(cfg) -> LLMClient:

@@ -75,7 +75,7 @@ def test_an_answer_that_does_not_parse_or_calls_no_tool_fails_its_check(raw, tmp
 def test_the_batch_check_lists_one_batch_of_the_api_the_endpoint_names(server, tmp_path, capsys):
     """batch: true lists one OpenAI batch at base_url; batch: anthropic one Message Batch at batch_base_url (the
     fake Anthropic server), not the OpenAI layer's absent /v1/batches. Nothing is created."""
-    from fake_anthropic_batch import FakeAnthropicBatchServer
+    from aura.simulator.batch_anthropic import FakeAnthropicBatchServer
 
     server.set_rules([STRUCTURED])
     with FakeAnthropicBatchServer() as anth:

@@ -16,13 +16,13 @@ import openai
 import pytest
 import yaml
 
-import fake_profiles
+from aura.simulator import profiles as fake_profiles
 from aura.cli import main
 from aura.config import ConfigError, read_raw, validate_config
 from aura.llm import Cache, LLMClient, LLMRequest, providers
 from aura.llm.accounting import Accounting
 from conftest import REPO, available_again, base_config
-from fake_openai import FakeOpenAIServer
+from aura.simulator.server import FakeOpenAIServer
 
 SCHEMA = {"type": "object", "properties": {"label": {"enum": ["Safe", "Unsafe"]}, "rationale": {"type": "string"}},
           "required": ["label", "rationale"], "additionalProperties": False}

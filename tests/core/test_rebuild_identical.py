@@ -30,7 +30,7 @@ from aura.llm.cache import Cache
 from aura.llm.cache_archive import FORMAT, MANIFEST, member_name
 from aura.provenance import RUN_FIELD, git_state, without_run
 from conftest import REPO, base_config, copy_workflow
-from fake_openai import FakeOpenAIServer
+from aura.simulator.server import FakeOpenAIServer
 
 KEY_ENV = "AURA_REBUILD_TEST_KEY"  # the endpoint's key variable: set for the original run only
 ENV = {**{k: v for k, v in os.environ.items() if k != KEY_ENV}, "PYTHONPATH": str(REPO / "src")}

@@ -8,7 +8,7 @@ from statistics import stdev
 import pytest
 
 from aura.io import write_jsonl
-from fake_openai import fake_png
+from aura.simulator.server import fake_png
 
 pytest.importorskip("inspect_ai")
 from inspect_run import assert_metrics, run_eval, run_task  # noqa: E402

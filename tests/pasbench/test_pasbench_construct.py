@@ -15,7 +15,7 @@ from aura.families.pasbench.construct import (DEFAULTS, PEOPLE, PEOPLE_DRAWS, as
                                               field_problem, image_text, log_problem, parse_log, person, settings)
 from aura.io import read_jsonl, write_jsonl
 from conftest import base_config
-from fake_openai import fake_edit_png, fake_png
+from aura.simulator.server import fake_edit_png, fake_png
 
 # Knowledge points written for this test. The harm words each risk reason names and its behaviour does
 # not (construct.avoid_terms) are in the comments: those are what mentions_risk looks for.

@@ -26,7 +26,7 @@ Rules (first matching, non-exhausted rule wins; applied to each request when its
 
 ``echo_schema_default`` answers the minimal value of the JSON schema the prompt carries (the layer's
 json_instruction: "... valid under this JSON schema:" then the schema); no rule: "ok". Token counts are
-those of tests/fake_openai.py (input = characters of system + messages // 4, output = characters // 4, at
+those of aura.simulator.server (input = characters of system + messages // 4, output = characters // 4, at
 least 1), so a batch answer and a live answer of the same request count the same.
 
 Plan (``set_plan``, cleared by reset)::
@@ -51,7 +51,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from fake_openai import _message_text, schema_default
+from .answers import message_text as _message_text, schema_default
 
 DEFAULT_PLAN = {"in_progress_polls": 1, "expire_after": None, "create_500": 0, "create_status": None}
 CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
@@ -349,7 +349,7 @@ class FakeAnthropicBatchServer:
                       "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}}
 
 
-if __name__ == "__main__":  # python tests/fake_anthropic_batch.py: serve until Ctrl-C
+if __name__ == "__main__":  # python -m aura.simulator.batch_anthropic: serve until Ctrl-C
     with FakeAnthropicBatchServer() as srv:
         print(f"PORT {srv.port}", flush=True)
         try:

@@ -19,11 +19,11 @@ Endpoints
                                ``fake_edit_png(prompt, uploaded image bytes, index)``
 ``GET  /v1/models``            ``{"object": "list", "data": [{"id": "fake-model", ...}]}``
 ``/v1/files``, ``/v1/batches``  the Files and Batch API: upload, content, create, retrieve, list; lines
-                               answered by the same rules; plan (polls, expiry): fake_openai_batch.py
+                               answered by the same rules; plan (polls, expiry): batch_openai.py
 ``POST /_control/batch``       body ``{"in_progress_polls": n, "expire_after": k}`` sets the batch plan
 ``POST /_control/rules``       body ``{"rules": [...]}`` replaces the rule list
 ``POST /_control/reset``       clears rules, counters and the request log (the profile stays)
-``POST /_control/profile``     body ``{"profile": name}``: behave as that provider (fake_profiles.py: refusals,
+``POST /_control/profile``     body ``{"profile": name}``: behave as that provider (profiles.py: refusals,
                                ignored and clamped params, reasoning tokens; ``ideal`` = today's behaviour);
                                ``GET`` says which. ``FakeOpenAIServer(profile=...)``, ``srv.set_profile(name)``
 ``GET  /_control/requests``    ``{"count": N, "requests": [{"path", "headers", "body"}, ...]}``
@@ -63,7 +63,7 @@ Python API::
 
 Command line::
 
-    python tests/fake_openai.py --port 8123 [--rules-json '[...]']
+    python -m aura.simulator.server --port 8123 [--rules-json '[...]']
 
 prints ``PORT <n>`` on stdout once it is listening.
 """
@@ -91,8 +91,9 @@ import urllib.request
 import zlib
 from typing import Any
 
-import fake_profiles
-from fake_openai_batch import BatchStore
+from . import profiles as fake_profiles
+from .answers import message_text as _message_text, schema_default  # noqa: F401 (re-exported)
+from .batch_openai import BatchStore
 
 __all__ = ["FakeOpenAIServer", "FakeOpenAIApp", "schema_default", "fake_png"]
 
@@ -122,129 +123,8 @@ _REASONS = {
 
 
 # --------------------------------------------------------------------------- #
-# JSON-schema default values
-# --------------------------------------------------------------------------- #
-def _resolve_ref(ref: str, root: dict) -> dict:
-    if not ref.startswith("#/"):
-        return {}
-    node: Any = root
-    for part in ref[2:].split("/"):
-        part = part.replace("~1", "/").replace("~0", "~")
-        if not isinstance(node, dict) or part not in node:
-            return {}
-        node = node[part]
-    return node if isinstance(node, dict) else {}
-
-
-def schema_default(schema: Any, root: Any = None, _depth: int = 0) -> Any:
-    """Build a minimal value that conforms to a (simple) JSON schema.
-
-    For objects every required property is filled in (all properties when the
-    schema lists no ``required``): the first ``enum`` value, else ``"x"`` for
-    strings, ``0`` for integers/numbers, ``False`` for booleans, ``[]`` for
-    arrays (or ``minItems`` default items), and nested objects recursively.
-    Local ``$ref`` (``#/$defs/...``), ``const``, ``anyOf``/``oneOf``/``allOf``
-    and type lists are understood.
-    """
-    if root is None:
-        root = schema
-    if not isinstance(schema, dict) or _depth > 32:
-        return {}
-    if "$ref" in schema:
-        return schema_default(_resolve_ref(schema["$ref"], root), root, _depth + 1)
-    if "const" in schema:
-        return schema["const"]
-    enum = schema.get("enum")
-    if isinstance(enum, list) and enum:
-        return enum[0]
-    for key in ("anyOf", "oneOf"):
-        options = schema.get(key)
-        if isinstance(options, list) and options:
-            # prefer a non-null option
-            for opt in options:
-                if not (isinstance(opt, dict) and opt.get("type") == "null"):
-                    return schema_default(opt, root, _depth + 1)
-            return schema_default(options[0], root, _depth + 1)
-    if isinstance(schema.get("allOf"), list) and schema["allOf"]:
-        merged: dict = {}
-        for part in schema["allOf"]:
-            if isinstance(part, dict) and "$ref" in part:
-                part = _resolve_ref(part["$ref"], root)
-            if isinstance(part, dict):
-                for k, v in part.items():
-                    if k == "properties" and isinstance(v, dict):
-                        merged.setdefault("properties", {}).update(v)
-                    elif k == "required" and isinstance(v, list):
-                        merged.setdefault("required", []).extend(v)
-                    else:
-                        merged.setdefault(k, v)
-        rest = {k: v for k, v in schema.items() if k != "allOf"}
-        merged.update({k: v for k, v in rest.items() if k not in merged})
-        return schema_default(merged, root, _depth + 1)
-
-    typ = schema.get("type")
-    if isinstance(typ, list):
-        non_null = [t for t in typ if t != "null"]
-        typ = non_null[0] if non_null else (typ[0] if typ else None)
-    if typ is None:
-        if "properties" in schema:
-            typ = "object"
-        elif "items" in schema:
-            typ = "array"
-
-    if typ == "string":
-        return "x"
-    if typ in ("integer", "number"):
-        minimum = schema.get("minimum", schema.get("exclusiveMinimum"))
-        if isinstance(minimum, (int, float)) and not isinstance(minimum, bool) and minimum > 0:
-            value = minimum if "minimum" in schema else minimum + 1
-            return int(value) if typ == "integer" else value
-        return 0
-    if typ == "boolean":
-        return False
-    if typ == "null":
-        return None
-    if typ == "array":
-        n = schema.get("minItems") or 0
-        if isinstance(n, int) and n > 0:
-            item = schema_default(schema.get("items", {}), root, _depth + 1)
-            return [item for _ in range(n)]
-        return []
-    # object (or unknown)
-    props = schema.get("properties")
-    if not isinstance(props, dict):
-        return {}
-    required = schema.get("required")
-    names = required if isinstance(required, list) else list(props)
-    out: dict = {}
-    for name in names:
-        sub = props.get(name, {})
-        out[name] = schema_default(sub, root, _depth + 1)
-    return out
-
-
-# --------------------------------------------------------------------------- #
 # Application state and request handling
 # --------------------------------------------------------------------------- #
-def _message_text(messages: Any) -> str:
-    parts: list[str] = []
-    if not isinstance(messages, list):
-        return ""
-    for msg in messages:
-        if not isinstance(msg, dict):
-            continue
-        content = msg.get("content")
-        if isinstance(content, str):
-            parts.append(content)
-        elif isinstance(content, list):
-            for piece in content:
-                if isinstance(piece, dict) and isinstance(piece.get("text"), str):
-                    parts.append(piece["text"])
-                elif isinstance(piece, str):
-                    parts.append(piece)
-    return "\n".join(parts)
-
-
 def fake_png(prompt: str, index: int = 0, side: int = 16) -> bytes:
     """A valid side x side RGB PNG of one colour, the first 3 bytes of sha256(f"{prompt}\0{index}")."""
     rgb = hashlib.sha256(f"{prompt}\0{index}".encode()).digest()[:3]
@@ -792,7 +672,7 @@ class FakeOpenAIServer:
         self.port = box["port"]
 
     def _start_process(self) -> None:
-        cmd = [sys.executable, __file__, "--host", self.host, "--port", str(self.port),
+        cmd = [sys.executable, "-m", "aura.simulator.server", "--host", self.host, "--port", str(self.port),
                "--rules-json", json.dumps(self.initial_rules)]
         self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
                                       text=True, bufsize=1)
@@ -886,7 +766,7 @@ class FakeOpenAIServer:
             self._control("POST", "profile", {"profile": profile})
 
     def set_batch_plan(self, **plan) -> None:
-        """in_progress_polls=n, expire_after=k, create_500=n, upload_status=s (fake_openai_batch.py)."""
+        """in_progress_polls=n, expire_after=k, create_500=n, upload_status=s (batch_openai.py)."""
         self._control("POST", "batch", plan)
 
     def requests(self) -> list[dict]:

@@ -1,4 +1,4 @@
-"""The fake server's Files and Batch API (``tests/fake_openai.py`` routes ``/v1/files`` and ``/v1/batches`` here).
+"""The fake server's Files and Batch API (``aura.simulator.server`` routes ``/v1/files`` and ``/v1/batches`` here).
 
 ``POST /v1/files`` (multipart: purpose, file)    stores the file; ``GET /v1/files/{id}`` its object;
 ``GET /v1/files/{id}/content`` its bytes.
@@ -32,6 +32,9 @@ import json
 import time
 from typing import Any
 from urllib.parse import parse_qs
+
+from . import profiles as fake_profiles
+from .answers import message_text as _message_text  # the live path's own helper
 
 DEFAULT_PLAN = {"in_progress_polls": 1, "expire_after": None, "create_500": 0, "upload_status": None}
 
@@ -124,9 +127,6 @@ class BatchStore:
                                       "before the completion window expired."}})
                 continue
             body = line.get("body") or {}
-            import fake_profiles
-            from fake_openai import _message_text  # the live path's own helpers
-
             verdict = fake_profiles.apply(app.profile, body)  # a line meets the provider's rules as a live call does
             if verdict.refusal is not None:
                 status, payload = verdict.refusal

@@ -1,4 +1,4 @@
-"""Provider profiles for tests/fake_openai.py: how real OpenAI-compatible endpoints treat a chat request.
+"""Provider profiles for aura.simulator.server: how real OpenAI-compatible endpoints treat a chat request.
 
 A profile takes the request body as sent and returns a :class:`Verdict`: either a refusal (HTTP status and the
 error body in that provider's shape, with its own message text) or the body the provider goes on to use

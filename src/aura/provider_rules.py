@@ -13,7 +13,7 @@ call. The endpoint's own settings are checked too (`batch`, `structured_output`)
 The rules lie below both the config, which checks them when it is read, and the LLM layer, which adapts to
 some models (aura.llm.providers); this module imports nothing of the package.
 
-Each rule cites the provider's page it comes from. tests/fake_profiles.py encodes the same behaviours on the
+Each rule cites the provider's page it comes from. aura.simulator.profiles encodes the same behaviours on the
 server side, independently, and the tests send every shipped paper config's params through the real client
 to a fake server running its endpoint's profile.
 """

@@ -62,6 +62,10 @@ class Family:
               ``aura/<name>`` by aura.inspect_registry (imported only when Inspect loads it).
     reproduction: the layout key of the family's verdict table (aura.stats.reproduction): the end-of-run
               summary and `aura view` read it; None: the family has none.
+    rehearsal: ``"module:function"``: the family's planter factory for `aura rehearse` (aura.simulator.plant:
+              called with the run's Config and the Plan, returns a Planter answering the family's requests so
+              that its paper's numbers are the expected values); the module also defines ``plantable(reference,
+              config)``: per reference row, None (planted) or why it is not. None: the family plants nothing.
     """
     name: str
     title: str
@@ -86,9 +90,11 @@ class Family:
     inspect_tasks: str | None = None
     export: str | None = None  # see the docstring: the family's benchmark for `aura export-dataset`
     reproduction: str | None = None  # see the docstring: the layout key of its verdict table
+    rehearsal: str | None = None  # see the docstring: its planter factory for `aura rehearse`
 
     def __post_init__(self) -> None:
-        for target in (self.estimate, self.viewer, self.export, self.inspect_tasks, *self.commands.values()):
+        for target in (self.estimate, self.viewer, self.export, self.inspect_tasks, self.rehearsal,
+                       *self.commands.values()):
             check_target(target)
 
     def _folder(self, kind: str) -> Path:

@@ -194,6 +194,8 @@ class FakeOpenAIApp:
         self._conn_tasks: set[asyncio.Task] = set()
         self._server: asyncio.base_events.Server | None = None
         self.batch_store = BatchStore()  # /v1/files, /v1/batches
+        # (body, text) -> a rule's outcome part, for a chat request no rule matched (aura.simulator.plant)
+        self.responder = None
         self.set_rules(rules or [])
 
     # ---- state ---------------------------------------------------------- #
@@ -239,7 +241,7 @@ class FakeOpenAIApp:
                 continue
             self.rule_hits[i] += 1
             return rule
-        return None
+        return self.responder(body, text) if self.responder is not None else None
 
     # ---- server lifecycle (inside the loop) ----------------------------- #
     async def start(self, host: str, port: int) -> int:
@@ -599,9 +601,12 @@ class FakeOpenAIServer:
     """Run a :class:`FakeOpenAIApp` in a daemon thread or in a child process."""
 
     def __init__(self, rules: list | None = None, host: str = "127.0.0.1", port: int = 0,
-                 mode: str = "thread", profile: str = "ideal") -> None:
+                 mode: str = "thread", profile: str = "ideal", responder=None) -> None:
         if mode not in ("thread", "process"):
             raise ValueError("mode must be 'thread' or 'process'")
+        if responder is not None and mode != "thread":
+            raise ValueError("a responder (a Python callable) needs mode='thread'")
+        self.responder = responder  # FakeOpenAIApp.responder: answers what no rule matches
         self.initial_rules = list(rules or [])
         self.profile = fake_profiles.check(profile)  # set on the app once it listens (start)
         self.host = host
@@ -645,6 +650,7 @@ class FakeOpenAIServer:
             asyncio.set_event_loop(loop)
             self._loop = loop
             app = FakeOpenAIApp(self.initial_rules)
+            app.responder = self.responder
             self._app = app
             try:
                 box["port"] = loop.run_until_complete(app.start(self.host, self.port))

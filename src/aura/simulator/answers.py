@@ -1,9 +1,13 @@
 """What the simulated server answers with when a rule names no fixed text: a minimal value of a request's JSON
 schema (``schema_default``) and a request's message text (``message_text``: the text parts of every message,
-the text a rule's ``contains`` matches)."""
+the text a rule's ``contains`` matches) and the schema a prompt carries where the endpoint takes none
+(``prompt_schema``)."""
 from __future__ import annotations
 
+import json
 from typing import Any
+
+SCHEMA_MARK = "valid under this JSON schema:"  # the LLM layer's json_instruction ends so, then the schema
 
 
 def _resolve_ref(ref: str, root: dict) -> dict:
@@ -122,3 +126,14 @@ def message_text(messages: Any) -> str:
                 elif isinstance(piece, str):
                     parts.append(piece)
     return "\n".join(parts)
+
+
+def prompt_schema(text: str) -> Any:
+    """The JSON schema a prompt carries after the layer's json_instruction, or {}."""
+    at = text.rfind(SCHEMA_MARK)
+    if at < 0:
+        return {}
+    try:
+        return json.JSONDecoder().raw_decode(text[at + len(SCHEMA_MARK):].lstrip())[0]
+    except ValueError:
+        return {}

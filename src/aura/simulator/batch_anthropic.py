@@ -51,15 +51,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from .answers import message_text as _message_text, schema_default
+from .answers import message_text as _message_text, prompt_schema, schema_default
 
 DEFAULT_PLAN = {"in_progress_polls": 1, "expire_after": None, "create_500": 0, "create_status": None}
 CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 PARAMS = {"model", "max_tokens", "messages", "system", "temperature", "top_p", "top_k", "stop_sequences",
           "metadata", "stream", "tools", "tool_choice", "thinking", "service_tier"}  # the Messages API's
-SCHEMA_MARK = "valid under this JSON schema:"
-
-
 def _stamp(t: float) -> str:
     return datetime.fromtimestamp(t, timezone.utc).isoformat().replace("+00:00", "Z")
 
@@ -68,19 +65,9 @@ def _error(status: int, kind: str, message: str) -> tuple[int, dict]:
     return status, {"type": "error", "error": {"type": kind, "message": message}}
 
 
-def prompt_schema(text: str) -> Any:
-    """The JSON schema a prompt carries after the layer's json_instruction, or {}."""
-    at = text.rfind(SCHEMA_MARK)
-    if at < 0:
-        return {}
-    try:
-        return json.JSONDecoder().raw_decode(text[at + len(SCHEMA_MARK):].lstrip())[0]
-    except ValueError:
-        return {}
-
-
 class FakeAnthropicBatchServer:
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, responder=None) -> None:
+        self.responder = responder  # (OpenAI-shaped body, text) -> answer, for a request no rule matches
         self.host, self.port = host, port
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
@@ -319,7 +306,16 @@ class FakeAnthropicBatchServer:
                 continue
             self.rule_hits[i] += 1
             return rule
-        return {}
+        if self.responder is None:
+            return {}
+        # the responder (aura.simulator.plant) reads an OpenAI-shaped chat body: the system prompt as its first message
+        system = req["params"].get("system")
+        if isinstance(system, list):
+            system = "".join(b.get("text", "") for b in system if isinstance(b, dict))
+        body = {"model": req["params"].get("model"),
+                "messages": ([{"role": "system", "content": system}] if system else []) + req["params"]["messages"]}
+        answer = self.responder(body, text)
+        return {"json": answer["json"]} if "json" in answer else {"text": str(answer.get("content") or "")}
 
     def _result(self, req: dict) -> dict:
         p = req["params"]

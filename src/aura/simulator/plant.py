@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from .answers import message_text, schema_default
+from .answers import message_text, prompt_schema, schema_default
 
 
 @dataclass(frozen=True)
@@ -146,8 +146,9 @@ class Responder:
             if answer is not None:
                 return answer
         self.unplanted += 1
-        if request.schema is not None:
-            return {"json": schema_default(request.schema)}
+        schema = request.schema if request.schema is not None else prompt_schema(request.text)
+        if schema:
+            return {"json": schema_default(schema)}
         return {"content": "I will proceed carefully."}
 
 

@@ -17,6 +17,8 @@ CORE_COMMANDS: dict[str, tuple[str, str]] = {
              "aura.web.viewer.command"),
     "preflight": ("before a paid run: one short real call per model and capability the run uses, and its cost",
                   "aura.preflight"),
+    "rehearse": ("a config's whole run against simulated models with planted numbers: offline, no key, no cost",
+                 "aura.simulator.rehearse"),
     "export-dataset": ("every family's benchmark as a Hugging Face dataset folder (Parquet, card, Croissant record)",
                        "aura.export_dataset.command"),
 }

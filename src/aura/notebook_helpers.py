@@ -535,6 +535,16 @@ def forest(verdicts: pd.DataFrame, title: str | None = None):
     return fig
 
 
+def is_rehearsal(path) -> bool:
+    """Whether a produced file comes from a dress rehearsal (``aura rehearse``): its provenance sidecar says so."""
+    import json
+
+    from .provenance import sidecar_path
+
+    side = sidecar_path(path)
+    return side.is_file() and bool(json.loads(side.read_text(encoding="utf-8")).get("rehearsal"))
+
+
 def reproduction_report(verdicts_path, consistency_path, family: str, name: str, tables_dir, out_pdf, out_png):
     """A family's reproduction report from its reproduction stage's two CSVs (``aura.stats.reproduction``): the
     verdict table ``<name>`` (its notes say what each outcome means), the paper's own findings
@@ -544,7 +554,7 @@ def reproduction_report(verdicts_path, consistency_path, family: str, name: str,
 
     verdicts = read_plain(verdicts_path, VERDICT_COLUMNS)
     findings = read_plain(consistency_path, FINDING_COLUMNS)
-    line = summary_line(family, verdicts)
+    line = summary_line(family, verdicts, rehearsal=is_rehearsal(verdicts_path))
     print(line)
     write_table(verdicts, name, tables_dir, notes=[line, *OUTCOME_NOTES])
     write_table(findings, f"{name}_consistency", tables_dir,

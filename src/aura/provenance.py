@@ -102,6 +102,8 @@ def provenance(stage: str, config: Config, prompts: list = (), models: list[str]
         "python": platform.python_version(),
         "packages": package_versions(),
         **({"family": family} if family else {}),
+        # a dress rehearsal (`aura rehearse`): simulated models, planted numbers, never a reproduction
+        **({"rehearsal": config.raw["rehearsal"]} if config.raw.get("rehearsal") else {}),
         **(extra or {}),
     }
 

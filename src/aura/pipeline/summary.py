@@ -101,7 +101,7 @@ def reproduction_lines(raw: dict) -> list[str]:
         path = Path(keys[family.reproduction]) if family.reproduction else None
         if path is not None and path.is_file():
             try:
-                out.append(f"aura summary: reproduction: {summary_line(family.name, pd.read_csv(path))}")
+                out.append(f"aura summary: reproduction: {summary_line(family.name, pd.read_csv(path), rehearsal=bool(raw.get('rehearsal')))}")
             except (ValueError, KeyError, pd.errors.EmptyDataError):
                 out.append(f"aura summary: reproduction: {family.name}: {path} is not a verdict table")
     return out

@@ -95,5 +95,6 @@ def write(ctx: StageContext, family: str, reference, lookup, reason: str | None 
     verdicts = verdict_table(reference, unavailable_first(lookup, ctx.config.raw.get("models") or {}), reason)
     write_csv(ctx, "verdicts", verdicts, reason=reason or "")
     write_csv(ctx, "findings", check_reference(reference))
-    print(summary_line(family, verdicts, load_margins(reference).alpha), file=sys.stderr)
+    print(summary_line(family, verdicts, load_margins(reference).alpha, bool(ctx.config.raw.get("rehearsal"))),
+          file=sys.stderr)
     return verdicts

@@ -388,13 +388,17 @@ def counts(verdicts: pd.DataFrame) -> dict[str, int]:
     return {o: int((verdicts["verdict"] == o).sum()) for o in OUTCOMES}
 
 
-def summary_line(family: str, verdicts: pd.DataFrame, alpha: float = 0.05) -> str:
+REHEARSAL = "REHEARSAL (simulated models, planted numbers; not a reproduction)"
+
+
+def summary_line(family: str, verdicts: pd.DataFrame, alpha: float = 0.05, rehearsal: bool = False) -> str:
     """"<family>: of N reported numbers, R reproduced, X not reproduced (A expected by chance), I inconclusive,
     C not comparable". A is the family-wise level when any row was tested (a faithful rerun shows a false "not
-    reproduced" in at most that share of reruns), 0 when none was."""
+    reproduced" in at most that share of reruns), 0 when none was. A dress rehearsal's line starts with
+    ``REHEARSAL``."""
     c = counts(verdicts)
     tested = "p_value" in verdicts and verdicts["p_value"].notna().any()
     chance = f"{alpha:g}" if tested else "0"
-    return (f"{family}: of {len(verdicts)} reported numbers, {c[REPRODUCED]} reproduced, {c[NOT_REPRODUCED]} not "
+    return ((f"{REHEARSAL}: " if rehearsal else "") + f"{family}: of {len(verdicts)} reported numbers, {c[REPRODUCED]} reproduced, {c[NOT_REPRODUCED]} not "
             f"reproduced ({chance} expected by chance), {c[INCONCLUSIVE]} inconclusive, "
             f"{c[NOT_COMPARABLE]} not comparable")

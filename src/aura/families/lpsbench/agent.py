@@ -391,12 +391,26 @@ def _limit(settings, used: float) -> tuple[float, str] | None:
     return min(limits, key=lambda x: x[0]) if limits else None
 
 
+EMULATED_SERVER = "aura.families.lpsbench.tool_server"
+
+
+def emulated_env() -> dict:
+    """The emulated tool server's environment: the job's (the emulator's endpoint may need an API key
+    variable), the package on its path."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT / "src"), env.get("PYTHONPATH")) if p)
+    return env
+
+
 def tool_server_params(spec_path: str | Path) -> StdioServerParameters:
     """How to start the emulated tool server for a spec file (this interpreter, the package on its path)."""
-    env = dict(os.environ)  # the emulator's endpoint may need an API key variable
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT / "src"), env.get("PYTHONPATH")) if p)
-    return StdioServerParameters(command=sys.executable,
-                                 args=["-m", "aura.families.lpsbench.tool_server", str(spec_path)], env=env)
+    env = emulated_env()
+    from .fork_server import launch_command
+
+    # the job's fork server when it runs one (episodes.run), else a fresh interpreter
+    cmd = launch_command((sys.executable, "emulated"), EMULATED_SERVER, [str(spec_path)]) or \
+        [sys.executable, "-m", EMULATED_SERVER, str(spec_path)]
+    return StdioServerParameters(command=cmd[0], args=cmd[1:], env=env)
 
 
 async def run_case(spec: EpisodeSpec, spec_path: str | Path, client: LLMClient, write: bool = True) -> Episode:

@@ -60,11 +60,12 @@ from aura.llm.errors import StageFailed, TooManyFailures
 from aura.prompts import get_prompt
 
 from . import retry
-from .agent import run_case
+from .agent import emulated_env, run_case
 from .dag import prompts_of
 from .data import checkout, row_case, section, texts_root
 from .spec import AgentSettings, EpisodeSpec, ToolBackend
-from .upstream_tools import isolation, module_path
+from .fork_server import running
+from .upstream_tools import fork_servers, isolation, module_path
 
 VARIANTS = ("raw", "mitigated")
 PROMPT_OF = {"raw": "agent_raw", "benign": "agent_clarify", "adversarial": "agent_safety"}
@@ -267,6 +268,14 @@ def _warn_lost(lost: list[dict], output) -> None:
               f"(answered calls replay from the cache); {retry.sidecar(output)} lists them", file=sys.stderr)
 
 
+def _fork_servers(specs, folder: Path, stack) -> None:
+    """This job's fork servers (fork_server.py): one for its upstream episodes (per interpreter and isolation),
+    one for its emulated ones; each episode's server is then a forked child, not a fresh interpreter."""
+    fork_servers(specs, folder, stack)
+    if any(s.tools.backend != "upstream" for s in specs):
+        stack.enter_context(running((sys.executable, "emulated"), [], emulated_env(), folder))
+
+
 def run(ctx) -> None:
     variant, model = variant_of(ctx), ctx.model
     if model is None:
@@ -288,6 +297,8 @@ def run(ctx) -> None:
             if s.tools.backend == "upstream":  # every case's module found, the isolation usable: before any call
                 module_path(s.tools.upstream_dir, s.case)
                 isolation(s.tools.network)
+        if (section(ctx.config.raw).get("tools") or {}).get("start", "fork") == "fork":
+            _fork_servers(specs, folder, stack)
         models = [model] + sorted({s.emulator_model for s in specs if s.emulator_model})
         models += sorted({s.user_model for s in specs if s.user_model and s.user_model not in models})
         clients = [stack.enter_context(ctx.llm(models)) for _ in range(width)]

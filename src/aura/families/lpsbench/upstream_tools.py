@@ -43,6 +43,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from aura.config import REPO_ROOT, ConfigError
 
 from .cases import LpsCase
+from .fork_server import launch_command, running
 
 SERVER = "aura.families.lpsbench.upstream_tool_server"
 # unshare -rn, plus a PID namespace whose processes all die with the server (and with unshare itself, killed
@@ -93,9 +94,11 @@ def server_params(spec, work: str | Path) -> tuple[StdioServerParameters, dict]:
     module = module_path(root, spec.case)
     network = isolation(spec.tools.network)
     python = spec.tools.python or sys.executable
-    cmd = [python, "-m", SERVER, "--module", str(module), "--root", str(root),
-           "--tools", ",".join(spec.case.body.mcp.tools)]
-    cmd = [*UNSHARE, *cmd] if network == "unshare -rn" else [*cmd, "--socket-guard"]
+    args = ["--module", str(module), "--root", str(root), "--tools", ",".join(spec.case.body.mcp.tools)]
+    args += [] if network == "unshare -rn" else ["--socket-guard"]
+    # the job's fork server (already inside the namespace) when it runs one, else a fresh interpreter
+    cmd = launch_command((python, network), SERVER, args) or \
+        [*(UNSHARE if network == "unshare -rn" else []), python, "-m", SERVER, *args]
     env = {k: os.environ[k] for k in KEPT_ENV if k in os.environ}
     env.update(HOME=str(work), TMPDIR=str(work), PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(REPO_ROOT / "src"))
     # the record holds no path of this clone or run (a rebuild elsewhere writes the same bytes): the module
@@ -106,6 +109,16 @@ def server_params(spec, work: str | Path) -> tuple[StdioServerParameters, dict]:
             "python": spec.tools.python, "network": network, "call_timeout_s": spec.settings.tool_call_timeout_s,
             "episode_timeout_s": spec.settings.tool_time_limit_s}
     return StdioServerParameters(command=cmd[0], args=cmd[1:], env=env, cwd=str(work)), info
+
+
+def fork_servers(specs, folder: str | Path, stack) -> None:
+    """One fork server (fork_server.py) for this job's upstream episodes, per interpreter and isolation, entered
+    on ``stack`` (it stops with the job)."""
+    for python, network in sorted({(s.tools.python or sys.executable, isolation(s.tools.network))
+                                   for s in specs if s.tools.backend == "upstream"}):
+        env = {k: os.environ[k] for k in KEPT_ENV if k in os.environ}
+        env.update(HOME=str(folder), TMPDIR=str(folder), PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(REPO_ROOT / "src"))
+        stack.enter_context(running((python, network), UNSHARE if network == "unshare -rn" else [], env, folder))
 
 
 class AskUserSession:

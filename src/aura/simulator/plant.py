@@ -78,9 +78,9 @@ class Deviation:
     @classmethod
     def parse(cls, text: str) -> "Deviation":
         """``family:model:column=+15`` (one line naming the form when it is not)."""
-        m = re.fullmatch(r"([\w.-]+):([\w.-]+):([^=]+)=([+-]?\d+(?:\.\d+)?)", text.strip())
+        m = re.fullmatch(r"([\w.-]+):([\w.-]+):(.+)=([+-]?\d+(?:\.\d+)?)", text.strip())
         if not m:
-            raise ValueError(f"--deviate {text!r}: expected family:model:column=+points, e.g. lpsbench:gpt-5:TS=+15")
+            raise ValueError(f"--deviate {text!r}: expected family:model:column=+points, e.g. mybench:gpt-5:TS=+15")
         return cls(m.group(1), m.group(2), m.group(3), float(m.group(4)))
 
 

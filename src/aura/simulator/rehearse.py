@@ -53,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cores", type=int, default=8, help="snakemake --cores (default 8)")
     p.add_argument("--seed", type=int, default=None, help="the simulated models' draws (default: the config's seed)")
     p.add_argument("--deviate", action="append", default=[],
-                   help="plant a deviation, family:model:column=+points (e.g. lpsbench:gpt-5:TS=+15); repeatable")
+                   help="plant a deviation, family:model:column=+points (e.g. mybench:gpt-5:TS=+15); repeatable")
     p.add_argument("--target", action="append", default=[], help="snakemake targets (default: all)")
     p.add_argument("--dry", action="store_true", help="write the derived config and stop")
 

@@ -245,4 +245,5 @@ FAMILY = Family(
     export="aura.families.aura.dataset_export:export",
     inspect_tasks="aura.families.aura.inspect_task:TASKS",
     commands={"annotate": "aura.families.aura.annotate.command:COMMAND"}, order=0, reproduction="reproduction",
+    rehearsal="aura.families.aura.rehearsal:planter",
 )

@@ -235,4 +235,5 @@ FAMILY = Family(
     export="aura.families.lpsbench.dataset_export:export", reproduction="lpsbench_reproduction",
     inspect_tasks="aura.families.lpsbench.inspect_task:TASKS",
     tool_roles=frozenset({"lps_agent"}),  # agent.ROLE: the agent's calls offer the case's tools
+    rehearsal="aura.families.lpsbench.rehearsal:planter",
 )

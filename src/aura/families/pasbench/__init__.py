@@ -288,4 +288,5 @@ FAMILY = Family(
     viewer="aura.families.pasbench.viewer:PART", order=1,
     inspect_tasks="aura.families.pasbench.inspect_task:TASKS",
     export="aura.families.pasbench.dataset_export:export", reproduction="pasbench_reproduction",
+    rehearsal="aura.families.pasbench.rehearsal:planter",
 )

@@ -162,7 +162,7 @@ class Ledger:
         self.before = Counter(path.read_text().split()) if path.is_file() else Counter()
         self.now: Counter = Counter()
         self._lock = threading.Lock()
-        self._file = path.open("a", encoding="utf-8")
+        self._file = path.open("a", encoding="utf-8", buffering=1)  # line by line: a killed run keeps its lines
 
     @property
     def answered(self) -> int:
@@ -315,8 +315,8 @@ def planted_tables(config) -> dict:
         out[family.name] = {"rows": len(verdicts), "planted": len(planted),
                             "outcomes": dict(outcomes), "expected_not_reproduced": margins.alpha,
                             "not_planted": dict(Counter(w for w in why if w is not None)),
-                            "not_reproduced_rows": verdicts.loc[planted].query("verdict == 'not reproduced'")[
-                                ["table", "row", "column"]].astype(str).agg(" / ".join, axis=1).tolist()}
+                            "not_reproduced_rows": [" / ".join(map(str, r)) for r in verdicts.loc[planted].query(
+                                "verdict == 'not reproduced'")[["table", "row", "column"]].itertuples(index=False)]}
     return out
 
 

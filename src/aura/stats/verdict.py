@@ -87,13 +87,16 @@ def bootstrap_estimate(point: float, lo: float, hi: float, n: int | None, unit: 
 
 def mean_estimate(rates, ns, reason: str | None = None) -> Estimate:
     """The mean of K rates over independent parts (a paper's "Avg." column) with its normal 95% interval:
-    variance sum(p (1 - p) / n) / K^2; n is the parts' n summed."""
+    variance sum(p (1 - p) / n) / K^2, each p kept half a case from the edges as in ``binomial_se`` (a part at
+    0/1 or 1/1 still has sampling error: without it an average of small all-or-nothing parts read as exact and
+    any difference as "not reproduced", which a dress rehearsal showed); n is the parts' n summed."""
     p, n = np.asarray(rates, dtype=float), np.asarray(ns, dtype=float)
     keep = n > 0
     if not keep.any():
         return Estimate(math.nan, math.nan, math.nan, None, "fraction", "mean of rates", reason)
     p, n = p[keep], n[keep]
-    mean, se = float(p.mean()), float(math.sqrt(float((p * (1 - p) / n).sum())) / len(p))
+    edge = np.clip(p, 0.5 / n, 1 - 0.5 / n)
+    mean, se = float(p.mean()), float(math.sqrt(float((edge * (1 - edge) / n).sum())) / len(p))
     return Estimate(mean, max(mean - Z95 * se, 0.0), min(mean + Z95 * se, 1.0), int(n.sum()), "fraction",
                     "mean of rates", reason, se=se)
 

@@ -38,7 +38,7 @@ def _subcommands() -> set[str]:
 
 
 def test_the_cli_offers_every_command_of_the_one_table():
-    assert {"estimate", "summary", "render", "view", "cache", "preflight", "export-dataset"} == set(CORE_COMMANDS)
+    assert {"estimate", "summary", "render", "view", "cache", "preflight", "export-dataset", "rehearse"} == set(CORE_COMMANDS)
     assert set(CORE_COMMANDS) <= _subcommands()
 
 

@@ -74,12 +74,12 @@ def run(args: argparse.Namespace) -> int:
     folder = Path(args.folder or Path("rehearsal") / str(raw.get("name") or Path(args.configfile).stem))
     folder.mkdir(parents=True, exist_ok=True)
     ports = _ports(folder / "servers.json", raw)
-    derived = derive(raw, folder, ports, plan, source=str(args.configfile))
     from ..config import validate_config
 
     try:
+        derived = derive(raw, folder, ports, plan, source=str(args.configfile))
         config = validate_config(derived, source=f"rehearsal of {args.configfile}")
-    except ConfigError as exc:
+    except (ConfigError, ValueError) as exc:
         print(f"aura rehearse: {exc}", file=sys.stderr)
         return 2
     path = folder / "config.yaml"
@@ -122,11 +122,15 @@ def derive(raw: dict, folder: Path, ports: dict, plan, source: str) -> dict:
                 if model.get("endpoint") == name:
                     model["model_id"] = None
         ep.update(kind="openai", base_url=f"http://127.0.0.1:{ports[name]}/v1", api_key_env=KEY_ENV)
+        if ep.get("batch") == "anthropic":
+            ep["batch_base_url"] = f"http://127.0.0.1:{ports['anthropic-batch:' + name]}"
     for model_name, model in out["models"].items():
         if "model_id" in model and model["model_id"] is None:
             model["model_id"] = model_name
-        if ep.get("batch") == "anthropic":
-            ep["batch_base_url"] = f"http://127.0.0.1:{ports['anthropic-batch:' + name]}"
+    remote = sorted(f"{name}.{k}" for name, ep in out["endpoints"].items() for k in ("base_url", "batch_base_url")
+                    if ep.get(k) and not str(ep[k]).startswith("http://127.0.0.1:"))
+    if remote:  # by construction none; checked, since a rehearsal must never reach a provider
+        raise ValueError(f"the rehearsal's endpoints would leave this machine: {', '.join(remote)}")
     llm = out.setdefault("llm", {})
     llm["require_preflight"] = False
     batch = llm.setdefault("batch", {})

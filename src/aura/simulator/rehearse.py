@@ -18,6 +18,8 @@ What it does, in order:
    the request body per answer: a resumed rehearsal that pays twice shows here), and prints each family's
    planted-truth table: the rows it planted, each verdict's count among them, the count of "not reproduced"
    expected by chance, and the rows it could not plant with the reason.
+5. Sets `aura estimate`'s projection beside the request stream the run sent (aura.simulator.stream;
+   ``estimate_stream.csv``) and names every line that differs by more than 10%.
 
 Everything is written under the folder; ``rehearsal.json`` holds the last run's figures.
 """
@@ -39,6 +41,8 @@ from collections import Counter
 from pathlib import Path
 
 import yaml
+
+from . import stream
 
 KEY_ENV = "AURA_REHEARSAL_KEY"  # the simulated endpoints' key variable: set to a placeholder, never a real key
 OUTPUT_PATHS = ("interim", "processed", "results", "figures", "cache", "logs")
@@ -97,8 +101,12 @@ def run(args: argparse.Namespace) -> int:
     figures["answered_twice"] = ledger.twice()
     figures.update(_disk(folder))
     figures["families"] = planted_tables(config)
+    rows = stream.compare(config, stream.projected_lines(derived, str(args.configfile)),
+                          stream.stream_calls(Path(config.paths["logs"])))
+    stream.write(rows, folder / "estimate_stream.csv")
+    figures["estimate"] = stream.summary(rows)
     (folder / "rehearsal.json").write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
-    for line in report_lines(figures):
+    for line in report_lines(figures) + stream.report_lines(rows):
         print(line)
     return int(figures["returncode"] != 0)
 

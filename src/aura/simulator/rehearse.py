@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     figures["answered_twice"] = ledger.twice()
     figures.update(_disk(folder))
     figures["families"] = planted_tables(config)
-    rows = stream.compare(config, stream.projected_lines(derived, str(args.configfile)),
+    rows = stream.compare(config, stream.projected_lines(derived, str(args.configfile), OUTPUT_PATHS),
                           stream.stream_calls(Path(config.paths["logs"])))
     stream.write(rows, folder / "estimate_stream.csv")
     figures["estimate"] = stream.summary(rows)

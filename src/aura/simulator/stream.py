@@ -33,16 +33,16 @@ FIELDS = ("group", "model", "role", "prompts", "projected_calls", "stream_calls"
           "stream_tokens_in", "projected_usd", "stream_usd", "differs")
 
 
-def projected_lines(raw_derived: dict, source: str) -> list:
-    """`aura estimate`'s lines for the rehearsal's config as they read before the run: its output folders
-    swapped for an empty one, so nothing produced, cached or logged is counted or measured."""
+def projected_lines(raw_derived: dict, source: str, outputs: tuple[str, ...]) -> list:
+    """`aura estimate`'s lines for the rehearsal's config as they read before the run: its output folders (the
+    ``paths`` keys named in ``outputs``) swapped for an empty one, so nothing produced, cached or logged is
+    counted or measured."""
     from ..config import validate_config
     from ..estimate import family_lines
-    from .rehearse import OUTPUT_PATHS
 
     with tempfile.TemporaryDirectory(prefix="aura-projection-") as tmp:
         raw = {**raw_derived, "paths": {**raw_derived["paths"],
-                                        **{k: str(Path(tmp) / k) for k in OUTPUT_PATHS}}}
+                                        **{k: str(Path(tmp) / k) for k in outputs}}}
         return list(family_lines(validate_config(raw, source=f"projection of {source}")))
 
 

@@ -13,7 +13,8 @@ What it does, in order:
    them the cache keys, are the same when a killed rehearsal is run again), each answering through the
    families' planters (aura.simulator.plant): the paper's numbers are the expected values of the statistics.
 3. Runs ``snakemake --cores N <targets> --configfile <derived> --rerun-incomplete`` and measures it: wall, CPU
-   and peak RSS of the workflow's processes, the simulator's own CPU, requests, disk and file count.
+   and peak RSS of the workflow's processes (the largest one, and all of them summed while they run), the
+   simulator's own CPU and memory, requests, disk and file count.
 4. Counts the requests answered more than once across every run of the folder (``answered.txt``, one sha256 of
    the request body per answer: a resumed rehearsal that pays twice shows here), and prints each family's
    planted-truth table: the rows it planted, each verdict's count among them, the count of "not reproduced"
@@ -96,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     with Servers(config, plan, ports, ledger) as servers:
         figures = _run_workflow(path, args.cores, args.target or ["all"])
         figures["simulator_cpu_s"] = round(servers.cpu_s(), 1)
+        figures["simulator_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         figures["requests"] = ledger.answered
         figures["unplanted_requests"] = servers.unplanted()
     figures["answered_twice"] = ledger.twice()
@@ -223,7 +225,8 @@ class Servers:
         for name, ep in self.config.endpoints.items():
             profile = ep.provider if ep.provider in PROFILES else "ideal"
             try:
-                srv = FakeOpenAIServer(port=self.ports[name], profile=profile, responder=self._answer(name)).start()
+                srv = FakeOpenAIServer(port=self.ports[name], profile=profile, responder=self._answer(name),
+                                       keep=64).start()
             except OSError as exc:
                 raise SystemExit(f"aura rehearse: port {self.ports[name]} of endpoint {name} is taken ({exc}): "
                                  "stop what holds it, or remove servers.json to draw new ports") from None
@@ -268,6 +271,7 @@ def _run_workflow(configfile: Path, cores: int, targets: list[str]) -> dict:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
     proc = subprocess.Popen(cmd, env=env)
+    tree = TreeMemory().start()
     rc = None
     while True:  # reap Snakemake and every orphan handed to us, until none is left
         try:
@@ -280,7 +284,41 @@ def _run_workflow(configfile: Path, cores: int, targets: list[str]) -> dict:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {"command": " ".join(cmd), "returncode": rc, "wall_s": round(time.monotonic() - start, 1),
             "workflow_cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1),
-            "peak_rss_mb": round(after.ru_maxrss / 1024, 1)}  # the largest single process of the workflow
+            "peak_rss_mb": round(after.ru_maxrss / 1024, 1),  # the largest single process of the workflow
+            "peak_tree_rss_mb": tree.stop()}  # this process and all it started, summed, at its peak
+
+
+class TreeMemory:
+    """The resident memory of this process and every descendant, summed, sampled every ``every`` seconds in a
+    thread: the memory the run needs at once (simulator, Snakemake, jobs, their servers and kernels)."""
+
+    def __init__(self, every: float = 1.0) -> None:
+        self.every, self.peak = every, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def start(self) -> "TreeMemory":
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        import psutil
+
+        me = psutil.Process()
+        while not self._stop.is_set():
+            total = 0
+            for p in [me, *me.children(recursive=True)]:
+                try:
+                    total += p.memory_info().rss
+                except psutil.Error:
+                    pass  # ended between the listing and the reading
+            self.peak = max(self.peak, total)
+            self._stop.wait(self.every)
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return round(self.peak / 2 ** 20, 1)
 
 
 def _subreaper() -> None:
@@ -335,7 +373,8 @@ def planted_tables(config) -> dict:
 def report_lines(fig: dict) -> list[str]:
     lines = [f"aura rehearse: {fig['command']}: rc {fig['returncode']}, {fig['wall_s']} s wall, "
              f"{fig['workflow_cpu_s']} CPU-s workflow + {fig['simulator_cpu_s']} CPU-s simulator, peak RSS "
-             f"{fig['peak_rss_mb']} MB, {fig['requests']} requests answered ({fig['unplanted_requests']} by no "
+             f"{fig['peak_tree_rss_mb']} MB all processes together ({fig['peak_rss_mb']} MB the largest job, "
+             f"{fig['simulator_rss_mb']} MB the simulator), {fig['requests']} requests answered ({fig['unplanted_requests']} by no "
              f"planter), {fig['answered_twice']} answered twice, {fig['files']} files, {fig['disk_mb']} MB"]
     for name, t in fig["families"].items():
         if "missing" in t:

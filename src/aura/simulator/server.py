@@ -181,11 +181,11 @@ def _error_body(message: str, status: int, type_: str = "fake_error") -> dict:
 class FakeOpenAIApp:
     """Server state and the asyncio connection handler (one event loop)."""
 
-    def __init__(self, rules: list | None = None, profile: str = "ideal") -> None:
+    def __init__(self, rules: list | None = None, profile: str = "ideal", keep: int = MAX_LOG) -> None:
         self.profile = fake_profiles.check(profile)  # which provider's parameter rules chat requests meet
         self.rules: list[dict] = []
         self.rule_hits: list[int] = []
-        self.log: collections.deque = collections.deque(maxlen=MAX_LOG)
+        self.log: collections.deque = collections.deque(maxlen=keep)  # the last requests, for /_fake/stats
         self.count = 0
         self.in_flight = 0
         self.max_in_flight = 0
@@ -601,13 +601,14 @@ class FakeOpenAIServer:
     """Run a :class:`FakeOpenAIApp` in a daemon thread or in a child process."""
 
     def __init__(self, rules: list | None = None, host: str = "127.0.0.1", port: int = 0,
-                 mode: str = "thread", profile: str = "ideal", responder=None) -> None:
+                 mode: str = "thread", profile: str = "ideal", responder=None, keep: int = MAX_LOG) -> None:
         if mode not in ("thread", "process"):
             raise ValueError("mode must be 'thread' or 'process'")
         if responder is not None and mode != "thread":
             raise ValueError("a responder (a Python callable) needs mode='thread'")
         self.responder = responder  # FakeOpenAIApp.responder: answers what no rule matches
         self.initial_rules = list(rules or [])
+        self.keep = keep  # requests the app keeps for stats (a long run against a responder keeps few)
         self.profile = fake_profiles.check(profile)  # set on the app once it listens (start)
         self.host = host
         self.port = port
@@ -649,7 +650,7 @@ class FakeOpenAIServer:
             loop = asyncio.new_event_loop()
             asyncio.set_event_loop(loop)
             self._loop = loop
-            app = FakeOpenAIApp(self.initial_rules)
+            app = FakeOpenAIApp(self.initial_rules, keep=self.keep)
             app.responder = self.responder
             self._app = app
             try:

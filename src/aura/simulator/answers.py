@@ -1,12 +1,17 @@
 """What the simulated server answers with when a rule names no fixed text: a minimal value of a request's JSON
 schema (``schema_default``) and a request's message text (``message_text``: the text parts of every message,
 the text a rule's ``contains`` matches) and the schema a prompt carries where the endpoint takes none
-(``prompt_schema``)."""
+(``prompt_schema``); and ``BATCH_LINE``, the batch line a responder is answering."""
 from __future__ import annotations
 
+import contextvars
 import json
 from typing import Any
 
+# The custom_id of the batch line a responder is answering (None for a live call): a batch line's own identity,
+# which tells apart requests whose bodies are equal on purpose (a repeated sample of one prompt is another cache
+# key, hence another custom_id); set by both batch simulators around each line's answer.
+BATCH_LINE: contextvars.ContextVar[str | None] = contextvars.ContextVar("BATCH_LINE", default=None)
 SCHEMA_MARK = "valid under this JSON schema:"  # the LLM layer's json_instruction ends so, then the schema
 
 

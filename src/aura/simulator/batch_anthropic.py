@@ -51,7 +51,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from .answers import message_text as _message_text, prompt_schema, schema_default
+from .answers import BATCH_LINE, message_text as _message_text, prompt_schema, schema_default
 
 DEFAULT_PLAN = {"in_progress_polls": 1, "expire_after": None, "create_500": 0, "create_status": None}
 CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
@@ -314,7 +314,11 @@ class FakeAnthropicBatchServer:
             system = "".join(b.get("text", "") for b in system if isinstance(b, dict))
         body = {"model": req["params"].get("model"),
                 "messages": ([{"role": "system", "content": system}] if system else []) + req["params"]["messages"]}
-        answer = self.responder(body, text)
+        token = BATCH_LINE.set(req["custom_id"])
+        try:
+            answer = self.responder(body, text)
+        finally:
+            BATCH_LINE.reset(token)
         return {"json": answer["json"]} if "json" in answer else {"text": str(answer.get("content") or "")}
 
     def _result(self, req: dict) -> dict:

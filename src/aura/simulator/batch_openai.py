@@ -34,7 +34,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from . import profiles as fake_profiles
-from .answers import message_text as _message_text  # the live path's own helper
+from .answers import BATCH_LINE, message_text as _message_text  # the live path's own helper
 
 DEFAULT_PLAN = {"in_progress_polls": 1, "expire_after": None, "create_500": 0, "upload_status": None}
 
@@ -133,8 +133,12 @@ class BatchStore:
             else:
                 body = verdict.body
                 text = _message_text(body.get("messages"))
-                rule = app._pick_rule(body, text) or {}
-                status, payload, _, _ = fake_profiles.finish(verdict, rule, app._outcome(rule, body, text))
+                token = BATCH_LINE.set(cid)
+                try:
+                    rule = app._pick_rule(body, text) or {}
+                    status, payload, _, _ = fake_profiles.finish(verdict, rule, app._outcome(rule, body, text))
+                finally:
+                    BATCH_LINE.reset(token)
             row = {"id": f"batch_req_{i}", "custom_id": cid,
                    "response": {"status_code": status, "request_id": f"req_{i}", "body": payload}, "error": None}
             (out if status == 200 else err).append(row)

@@ -44,6 +44,7 @@ from pathlib import Path
 import yaml
 
 from . import stream
+from .answers import BATCH_LINE
 
 KEY_ENV = "AURA_REHEARSAL_KEY"  # the simulated endpoints' key variable: set to a placeholder, never a real key
 OUTPUT_PATHS = ("interim", "processed", "results", "figures", "cache", "logs")
@@ -183,7 +184,10 @@ class Ledger:
         return sum(self.now.values())
 
     def record(self, body: dict) -> None:
-        digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32]
+        """One answer: a batch line by its custom_id (the request's cache key: a repeated sample of one prompt
+        is another), a live call by its body (a repeated sample differs there, by its seed or its history)."""
+        line = BATCH_LINE.get()
+        digest = hashlib.sha256(("batch:" + line if line else json.dumps(body, sort_keys=True)).encode()).hexdigest()[:32]
         with self._lock:
             self.now[digest] += 1
             self._file.write(digest + "\n")

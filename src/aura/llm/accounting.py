@@ -1,6 +1,7 @@
 """Per-call records, running totals, progress a person can follow, one-line job summary."""
 from __future__ import annotations
 
+import resource
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -56,6 +57,7 @@ class Accounting:
         self.tokens_reasoning = 0  # of tokens_out: the reasoning tokens the calls' servers reported
         self.cost_usd = 0.0
         self.started = time.monotonic()
+        self.cpu_started = _cpu_s()  # a job server runs many jobs in one process: a job's CPU is the difference
         self._stream = stream or sys.stderr
         self._interval = interval_s
         self._last_print = 0.0
@@ -131,7 +133,7 @@ class Accounting:
             f"SUMMARY {self.label}: items={self.items_done} ok={o.get('ok', 0)} unparsed={o.get('unparsed', 0)} "
             f"failed={o.get('failed', 0)} calls={self.calls} cache_hits={self.cache_hits} "
             f"tokens_in={self.tokens_in} tokens_out={self.tokens_out} tokens_reasoning={self.tokens_reasoning} "
-            f"cost_usd={self.cost_usd:.4f} wall_s={wall:.1f}"
+            f"cost_usd={self.cost_usd:.4f} wall_s={wall:.1f} cpu_s={_cpu_s() - self.cpu_started:.1f}"
         )
 
     def totals(self) -> dict:
@@ -149,3 +151,9 @@ class Accounting:
     def write_records(self, path) -> None:
         """The call log (`*.calls.jsonl`): one record per call, every CallRecord field (tokens_reasoning too)."""
         write_jsonl(path, (asdict(r) for r in self.records))
+
+
+def _cpu_s() -> float:
+    """The job's CPU so far: its process and the children it has waited for (tool servers, a local server)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime

@@ -103,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
         figures["unplanted_requests"] = servers.unplanted()
     figures["answered_twice"] = ledger.twice()
     figures.update(_disk(folder))
+    figures.update(job_cpu(Path(config.paths["logs"])))
     figures["families"] = planted_tables(config)
     rows = stream.compare(config, stream.projected_lines(derived, str(args.configfile), OUTPUT_PATHS),
                           stream.stream_calls(Path(config.paths["logs"])))
@@ -335,6 +336,25 @@ def _subreaper() -> None:
         pass
 
 
+def job_cpu(logs: Path) -> dict:
+    """The CPU of the jobs that asked models, from their logs' SUMMARY lines (each job's own CPU and its
+    children's; aura.llm.accounting): per request answered by a server, the pipeline's own cost of a request
+    (client, cache, accounting, the stage's work on the item) with the simulator's answers costing nothing."""
+    jobs = calls = 0
+    cpu = 0.0
+    for path in logs.rglob("*.log") if logs.is_dir() else []:
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if not line.startswith("SUMMARY ") or " cpu_s=" not in line:
+                continue
+            fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+            if int(fields.get("calls", 0)) > 0:
+                jobs += 1
+                calls += int(fields["calls"])
+                cpu += float(fields["cpu_s"])
+    return {"llm_jobs": jobs, "llm_job_calls": calls, "llm_job_cpu_s": round(cpu, 1),
+            "cpu_ms_per_request": round(1000 * cpu / calls, 2) if calls else None}
+
+
 def _disk(folder: Path) -> dict:
     files = [p for p in folder.rglob("*") if p.is_file()]
     return {"files": len(files), "disk_mb": round(sum(p.stat().st_size for p in files) / 2 ** 20, 1)}
@@ -380,6 +400,9 @@ def report_lines(fig: dict) -> list[str]:
              f"{fig['peak_tree_rss_mb']} MB all processes together ({fig['peak_rss_mb']} MB the largest job, "
              f"{fig['simulator_rss_mb']} MB the simulator), {fig['requests']} requests answered ({fig['unplanted_requests']} by no "
              f"planter), {fig['answered_twice']} answered twice, {fig['files']} files, {fig['disk_mb']} MB"]
+    if fig.get("cpu_ms_per_request") is not None:
+        lines.append(f"aura rehearse: the jobs that asked models: {fig['llm_jobs']} jobs, {fig['llm_job_calls']} "
+                     f"calls, {fig['llm_job_cpu_s']} CPU-s, {fig['cpu_ms_per_request']} ms of CPU per request")
     for name, t in fig["families"].items():
         if "missing" in t:
             lines.append(f"aura rehearse: {name}: no verdict table ({t['missing']})")

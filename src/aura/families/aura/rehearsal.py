@@ -506,8 +506,11 @@ class AuraPlanter:
         item = self.items.find(request.text)
         key = hashlib.sha256(request.text.encode()).hexdigest()[:24]
         o = outcome(self.plan, request.model, key, (item or {}).get("pair_label"), fmt)
+        # a mark of this model's own answer: two models' rollouts differ, as real ones do (a judge asked about
+        # each pays for each, as in a real run), though they draw the same planted outcome
+        own = mark("aura.answer", hashlib.sha256(f"{request.model}:{key}".encode()).hexdigest()[:8])
         action = (f"[AGENT_ACTION] {ACTIONS[o['action_type']]} {mark('aura.action_type', o['action_type'])} "
-                  f"{mark('aura.safety', o['safety'])}")
+                  f"{mark('aura.safety', o['safety'])} {own}")
         if fmt == "action_only":
             return {"content": action}
         return {"content": f"[AGENT_THOUGHT] {THOUGHTS[o['detection']]} {mark('aura.detection', o['detection'])}\n"

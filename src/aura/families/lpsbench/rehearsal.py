@@ -33,6 +33,8 @@ counts execution_failed). Case generation (off in the paper config) is left to t
 """
 from __future__ import annotations
 
+import hashlib
+
 import json
 import re
 from functools import lru_cache
@@ -195,7 +197,10 @@ class LpsPlanter:
     def _agent(self, request: Request, variant: str) -> dict:
         mode, tools = _offered(request)
         case = self._case_of(request, [n for n, _ in tools])
-        note = mark(KEY, self.label(request.model, *case, variant)) if case else ""
+        # the planted label, and a mark of this model's own answer: two models' episodes differ, as real ones do
+        # (the evaluator asked about each pays for each), though they may draw the same label
+        own = mark("lps.answer", hashlib.sha256(f"{request.model}:{case}:{variant}".encode()).hexdigest()[:8])
+        note = f"{mark(KEY, self.label(request.model, *case, variant))} {own}" if case else ""
         first = not any(isinstance(m, dict) and m.get("role") == "assistant" for m in request.messages)
         ours = [t for t in tools if t[0] != "ask_user"] or tools
         if first and ours:

@@ -199,7 +199,10 @@ class PasbenchPlanter:
                 alert = f"Stay safe and take care today. {mark(KEY, 'miss')}"
             else:
                 alert = "none"
-            return {"content": f"Thought: I look at what the person does and what may follow.\nAnswer: {alert}"}
+            # a mark of this model's own answer in its thought: two models' answers differ, as real ones do
+            own = mark("pas.answer", hashlib.sha256(f"{model}:{item}:{sample}".encode()).hexdigest()[:8])
+            return {"content": f"Thought: I look at what the person does and what may follow. {own}\n"
+                               f"Answer: {alert}"}
         if kind == "reactive":
             if self.plan.draw(FAMILY, model, "reactive", item, sample) < self.reactive(model, modality):
                 return {"content": "Thought: One behaviour goes against the knowledge.\nWarn: yes\n"

@@ -66,7 +66,8 @@ def _error(status: int, kind: str, message: str) -> tuple[int, dict]:
 
 
 class FakeAnthropicBatchServer:
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, responder=None) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, responder=None, lean: bool = False) -> None:
+        self.lean = lean  # True: a batch's requests are dropped once it has ended (its results stay)
         self.responder = responder  # (OpenAI-shaped body, text) -> answer, for a request no rule matches
         self.host, self.port = host, port
         self._lock = threading.Lock()
@@ -292,6 +293,8 @@ class FakeAnthropicBatchServer:
             results.append({"custom_id": req["custom_id"], "result": result})
         batch.update(processing_status="ended", request_counts=counts, ended_at=_stamp(time.time()),
                      results_url=f"{self.base_url}/v1/messages/batches/{batch['id']}/results", _results=results)
+        if self.lean:
+            batch["_requests"] = []
 
     def _pick(self, req: dict, text: str) -> dict:
         for i, rule in enumerate(self.rules):

@@ -43,6 +43,8 @@ class BatchStore:
     def __init__(self) -> None:
         self.reset()
 
+    forget_inputs = False  # True: an input file's content is dropped once its batch has run (a long rehearsal)
+
     def reset(self) -> None:
         self.files: dict[str, dict] = {}
         self.batches: dict[str, dict] = {}
@@ -146,6 +148,8 @@ class BatchStore:
             if rows:
                 data = "".join(json.dumps(r) + "\n" for r in rows).encode()
                 batch[kind] = self._file(data, f"{batch['id']}_{kind}.jsonl", "batch_output")["id"]
+        if self.forget_inputs:
+            self.files[batch["input_file_id"]]["_content"] = b""
         batch["status"] = "expired" if limit is not None and len(lines) > int(limit) else "completed"
         batch["request_counts"] = {"total": len(lines), "completed": len(out),
                                    "failed": sum(1 for r in err if r["error"] is None)}

@@ -231,14 +231,14 @@ class Servers:
             profile = ep.provider if ep.provider in PROFILES else "ideal"
             try:
                 srv = FakeOpenAIServer(port=self.ports[name], profile=profile, responder=self._answer(name),
-                                       keep=64).start()
+                                       keep=64, lean=True).start()
             except OSError as exc:
                 raise SystemExit(f"aura rehearse: port {self.ports[name]} of endpoint {name} is taken ({exc}): "
                                  "stop what holds it, or remove servers.json to draw new ports") from None
             self.servers.append(srv)
             if ep.batch_api == "anthropic":
                 batch = FakeAnthropicBatchServer(port=self.ports["anthropic-batch:" + name],
-                                                 responder=self._answer(name))
+                                                 responder=self._answer(name), lean=True)
                 batch.set_plan(in_progress_polls=0)
                 self.servers.append(batch.start())
         return self

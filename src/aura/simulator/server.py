@@ -601,7 +601,8 @@ class FakeOpenAIServer:
     """Run a :class:`FakeOpenAIApp` in a daemon thread or in a child process."""
 
     def __init__(self, rules: list | None = None, host: str = "127.0.0.1", port: int = 0,
-                 mode: str = "thread", profile: str = "ideal", responder=None, keep: int = MAX_LOG) -> None:
+                 mode: str = "thread", profile: str = "ideal", responder=None, keep: int = MAX_LOG,
+                 lean: bool = False) -> None:
         if mode not in ("thread", "process"):
             raise ValueError("mode must be 'thread' or 'process'")
         if responder is not None and mode != "thread":
@@ -609,6 +610,7 @@ class FakeOpenAIServer:
         self.responder = responder  # FakeOpenAIApp.responder: answers what no rule matches
         self.initial_rules = list(rules or [])
         self.keep = keep  # requests the app keeps for stats (a long run against a responder keeps few)
+        self.lean = lean  # True: a batch's input file is dropped once the batch has run
         self.profile = fake_profiles.check(profile)  # set on the app once it listens (start)
         self.host = host
         self.port = port
@@ -651,6 +653,7 @@ class FakeOpenAIServer:
             asyncio.set_event_loop(loop)
             self._loop = loop
             app = FakeOpenAIApp(self.initial_rules, keep=self.keep)
+            app.batch_store.forget_inputs = self.lean
             app.responder = self.responder
             self._app = app
             try:

@@ -513,8 +513,8 @@ class AuraPlanter:
                   f"{mark('aura.safety', o['safety'])} {own}")
         if fmt == "action_only":
             return {"content": action}
-        return {"content": f"[AGENT_THOUGHT] {THOUGHTS[o['detection']]} {mark('aura.detection', o['detection'])}\n"
-                           + action}
+        return {"content": f"[AGENT_THOUGHT] {THOUGHTS[o['detection']]} {mark('aura.detection', o['detection'])} "
+                           f"{own}\n" + action}
 
     def _rollout_react(self, request):
         return self._rollout(request, "react")

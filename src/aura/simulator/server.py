@@ -178,6 +178,14 @@ def _error_body(message: str, status: int, type_: str = "fake_error") -> dict:
     return {"error": {"message": message, "type": type_, "code": status}}
 
 
+def _json_or_none(raw: bytes):
+    """A request body as JSON, or None (empty or not JSON: the handler answers 400)."""
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:
+        return None
+
+
 class FakeOpenAIApp:
     """Server state and the asyncio connection handler (one event loop)."""
 
@@ -422,10 +430,7 @@ class FakeOpenAIApp:
         return 404, _error_body(f"unknown control {method} {name}", 404, "not_found"), None, False
 
     async def _chat(self, path: str, headers: dict, raw: bytes, reader: asyncio.StreamReader):
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
+        body = _json_or_none(raw)
         self.count += 1
         self.log.append({"path": path, "headers": headers, "body": body,
                          "tools": body.get("tools") if isinstance(body, dict) else None})
@@ -462,10 +467,7 @@ class FakeOpenAIApp:
         if edit:
             body, uploads = _multipart(headers.get("content-type", ""), raw)
         else:
-            try:
-                body = json.loads(raw) if raw else None
-            except ValueError:
-                body = None
+            body = _json_or_none(raw)
         self.count += 1
         self.log.append({"path": path, "headers": headers, "body": body,
                          **({"uploads": {k: {f: v for f, v in u.items() if f != "data"} for k, u in uploads.items()}}

@@ -17,8 +17,7 @@ PENDING = {
     "aura": "*",
     "llm": "*",
     "lpsbench": "*",
-    "pasbench": {"construct_image_check.v1.md", "construct_image_prompts.v2.md", "construct_log.v3.md",
-                 "construct_profile.v1.md", "construct_review.v1.md"},
+    "pasbench": set(),
 }
 
 PROMPT = """---

@@ -15,7 +15,7 @@ PROMPTS = ROOT / "prompts"
 # after it must come with its ledger.
 PENDING = {
     "aura": "*",
-    "llm": "*",
+    "llm": set(),
     "lpsbench": "*",
     "pasbench": set(),
 }

@@ -109,9 +109,9 @@ def counts(prompt: Path) -> dict[str, int]:
             "ours": sum(e.ours is not None for e in found)}
 
 
-def render(folder: Path) -> str:
+def render(folder: Path, title: str | None = None) -> str:
     """Every ledgered prompt of a folder as a Markdown table (its units in order, where each comes from)."""
-    lines = [f"# Prompt ledger: `{folder.name}`", "",
+    lines = [f"# Prompt ledger: `{title or folder.name}`", "",
              "Written by `python -m aura.prompt_ledger` from the ledgers beside the prompts; do not edit by hand.",
              "Each instruction of each prompt, and the paper passage it serves or why it is ours.", ""]
     for prompt in sorted(folder.glob("*.md")):
@@ -137,11 +137,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m aura.prompt_ledger")
     ap.add_argument("folder", type=Path, help="a family's prompt folder, e.g. prompts/<family>")
     ap.add_argument("--out", type=Path, default=None, help="write the rendered ledger here (else print it)")
+    ap.add_argument("--title", default=None, help="the heading's name (default: the folder's name)")
     args = ap.parse_args(argv)
     try:
         problems = [p for prompt in sorted(args.folder.glob("*.md")) for p in check(prompt)
                     if ledger_path(prompt).is_file()]
-        text = render(args.folder)
+        text = render(args.folder, args.title)
     except LedgerError as exc:
         print(f"prompt ledger: {exc}", file=sys.stderr)
         return 2

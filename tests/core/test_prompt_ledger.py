@@ -14,7 +14,9 @@ PROMPTS = ROOT / "prompts"
 # Prompts written before the ledger, not traced yet (issue 48): this list only shrinks; a prompt added
 # after it must come with its ledger.
 PENDING = {
-    "aura": "*",
+    "aura/construct": "*",
+    "aura/evaluate": {"emulator_open_ended.v1.md", "rollout_action_only.v2.md", "rollout_react.v2.md",
+                      "user_open_ended.v1.md"},
     "llm": set(),
     "lpsbench": "*",
     "pasbench": set(),
@@ -63,12 +65,20 @@ def test_an_entry_needs_one_origin(tmp_path):
 
 
 def _folders():
-    return sorted(p for p in PROMPTS.iterdir() if p.is_dir())
+    return sorted({p.parent for p in PROMPTS.rglob("*.md")})
 
 
-@pytest.mark.parametrize("folder", _folders(), ids=lambda p: p.name)
+def _rel(folder: Path) -> str:
+    return folder.relative_to(PROMPTS).as_posix()
+
+
+def test_every_prompt_folder_is_named_here():
+    assert {_rel(f) for f in _folders()} == set(PENDING)
+
+
+@pytest.mark.parametrize("folder", _folders(), ids=_rel)
 def test_every_ledgered_prompt_is_traced_and_no_new_prompt_lacks_one(folder):
-    pending = PENDING.get(folder.name, set())
+    pending = PENDING[_rel(folder)]
     problems = []
     for prompt in sorted(folder.glob("*.md")):
         if ledger_path(prompt).is_file():
@@ -81,7 +91,9 @@ def test_every_ledgered_prompt_is_traced_and_no_new_prompt_lacks_one(folder):
     assert problems == []
 
 
-@pytest.mark.parametrize("folder", [f for f in _folders() if any(f.glob("*.ledger.yaml"))], ids=lambda p: p.name)
+@pytest.mark.parametrize("folder", [f for f in _folders() if any(f.glob("*.ledger.yaml"))], ids=_rel)
 def test_the_rendered_ledger_is_in_step(folder):
-    doc = ROOT / "docs" / "prompt_ledger" / f"{folder.name}.md"
-    assert doc.read_text() == render(folder) + "\n", f"rerun: python -m aura.prompt_ledger {folder} --out {doc}"
+    name = _rel(folder)
+    doc = ROOT / "docs" / "prompt_ledger" / f"{name.replace('/', '-')}.md"
+    assert doc.read_text() == render(folder, name) + "\n", \
+        f"rerun: python -m aura.prompt_ledger prompts/{name} --title {name} --out {doc}"

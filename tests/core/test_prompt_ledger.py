@@ -15,8 +15,7 @@ PROMPTS = ROOT / "prompts"
 # after it must come with its ledger.
 PENDING = {
     "aura/construct": "*",
-    "aura/evaluate": {"emulator_open_ended.v1.md", "rollout_action_only.v2.md", "rollout_react.v2.md",
-                      "user_open_ended.v1.md"},
+    "aura/evaluate": set(),
     "llm": set(),
     "lpsbench": "*",
     "pasbench": set(),

@@ -214,7 +214,7 @@ def test_provenance_sidecars(chain):
     assert prov["models"]["m"]["model_id"] == "fake-model" and prov["models"]["m"]["params"]["seed"] == 1
     assert prov["packages"]["openai"] and prov["packages"]["pandas"]
     p1 = json.loads((o / "prefixes.jsonl.prov.json").read_text())
-    assert "p1_step_tagging.v2" in p1["prompts"]
+    assert "p1_step_tagging.v3" in p1["prompts"]
 
 
 def test_call_logs_record_tokens_and_prompt_hashes(chain):
@@ -222,7 +222,7 @@ def test_call_logs_record_tokens_and_prompt_hashes(chain):
     calls = [c for f in sorted((tmp / "logs").glob("*.calls.jsonl")) for c in read_jsonl(f)]
     assert len(calls) > 30
     assert all(c["tokens_in"] > 0 and len(c["prompt_sha256"]) == 64 for c in calls)
-    assert {"p1_step_tagging.v2", "p8_pair_generation.v3", "rollout_react.v2", "judge_safety.v3"} <= {c["prompt_name"] for c in calls}
+    assert {"p1_step_tagging.v3", "p8_pair_generation.v3", "rollout_react.v2", "judge_safety.v3"} <= {c["prompt_name"] for c in calls}
 
 
 def test_api_key_sent_but_never_written(chain, server):

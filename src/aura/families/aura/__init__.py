@@ -177,17 +177,17 @@ STAGES: dict[str, Stage] = {
 
 # name -> (folder under prompts/aura/, version in use). Each prompt moves to a new version on its own.
 PROMPTS: dict[str, tuple[str, int]] = {
-    "p1_step_tagging": ("construct", 2),
-    "p2_dimension_relevance": ("construct", 3),
+    "p1_step_tagging": ("construct", 3),
+    "p2_dimension_relevance": ("construct", 4),
     "p3_harm_intensity_variation": ("construct", 2),
     "p4_contextual_variation": ("construct", 2),
     "p5_harm_intensity_review": ("construct", 2),
-    "p6_contextual_review": ("construct", 2),
-    "p7_pair_classification": ("construct", 3),
+    "p6_contextual_review": ("construct", 3),
+    "p7_pair_classification": ("construct", 4),
     "p8_pair_generation": ("construct", 3),
-    "p9_pair_review": ("construct", 2),
+    "p9_pair_review": ("construct", 3),
     "composed_variation": ("construct", 1),  # composed mechanisms: two RS dimensions at once (edits)
-    "composed_review": ("construct", 1),  # composed mechanisms: review on both dimensions' criteria
+    "composed_review": ("construct", 2),  # composed mechanisms: review on both dimensions' criteria
     "dimensions": ("construct", 1),  # RS1-RS6 / SD1-SD5 definitions (.yaml), rendered into P2, P4, P6
     "rollout_react": ("evaluate", 2),
     "rollout_action_only": ("evaluate", 2),

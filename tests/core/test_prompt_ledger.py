@@ -15,8 +15,7 @@ PROMPTS = ROOT / "prompts"
 # after it must come with its ledger.
 PENDING = {
     "aura/construct": {"composed_review.v2.md", "composed_variation.v1.md", "p3_harm_intensity_variation.v2.md",
-                       "p4_contextual_variation.v2.md", "p5_harm_intensity_review.v2.md", "p6_contextual_review.v3.md",
-                       "p7_pair_classification.v4.md", "p8_pair_generation.v3.md"},
+                       "p4_contextual_variation.v2.md", "p7_pair_classification.v4.md", "p8_pair_generation.v3.md"},
     "aura/evaluate": set(),
     "llm": set(),
     "lpsbench": "*",

@@ -31,7 +31,7 @@ from pathlib import Path
 import yaml
 
 SECTION = re.compile(r"^# (system|user)\s*$")
-SENTENCE_END = re.compile(r"(?<=[a-z0-9})\"'][.?!])\s+(?=[A-Z(\"'])")  # not after "A." (an option letter)
+SENTENCE_END = re.compile(r"(?:(?<=\w\w[.?!])|(?<=[)}\"'][.?!]))\s+(?=[A-Z(\"'])")  # not after "A." or "1." (a list marker)
 
 
 class LedgerError(ValueError):

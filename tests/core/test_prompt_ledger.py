@@ -17,8 +17,7 @@ PENDING = {
     "aura/construct": set(),
     "aura/evaluate": set(),
     "llm": set(),
-    "lpsbench": {"emulator.v2.md", "evaluator.v3.md", "generate_criterion.v1.md", "generate_designer.v1.md",
-                 "generate_tools.v1.md", "user_simulator.v2.md"},
+    "lpsbench": {"generate_criterion.v1.md", "generate_designer.v1.md", "generate_tools.v1.md"},
     "pasbench": set(),
 }
 

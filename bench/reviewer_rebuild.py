@@ -26,6 +26,8 @@ from pathlib import Path
 
 import yaml
 
+from aura.provenance import without_run
+
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUTS = ("interim", "processed", "results", "figures", "cache", "logs")
 
@@ -40,7 +42,7 @@ def timed(label: str, cmd: list[str], cwd: Path) -> float:
     return took
 
 
-SIDECAR_FACTS = ("run", "git", "config_hash")  # where, when and from which commit and paths it ran
+SIDECAR_FACTS = ("git", "config_hash")  # beside `run` (provenance.without_run): which commit, which paths
 
 
 def same(a: Path, b: Path, roots: list[tuple[str, str]]) -> bool:
@@ -51,7 +53,7 @@ def same(a: Path, b: Path, roots: list[tuple[str, str]]) -> bool:
             text = p.read_text()
             for pair in roots:
                 text = text.replace(pair[side], "<" + pair[2] + ">")
-            return {k: v for k, v in json.loads(text).items() if k not in SIDECAR_FACTS}
+            return {k: v for k, v in without_run(json.loads(text)).items() if k not in SIDECAR_FACTS}
         return load(a, 0) == load(b, 1)
     return a.read_bytes() == b.read_bytes()
 

@@ -45,6 +45,7 @@ def test_a_small_rehearsal_reads_its_planted_rows_back_and_a_deviation_turns_its
     done, fig = rehearse(tmp_path, "faithful")
     assert fig["returncode"] == 0 and fig["requests"] > 0 and fig["unplanted_requests"] == 0
     assert fig["answered_twice"] == 0
+    assert fig["llm_job_calls"] == fig["requests"] and fig["llm_job_cpu_s"] > 0  # the jobs' summaries carry their CPU
     table = fig["families"]["lpsbench"]
     assert table["planted"] > 0 and table["outcomes"].get("not reproduced", 0) == 0, table
     assert "REHEARSAL" in done.stdout + done.stderr  # the reproduction line of the end-of-run summary

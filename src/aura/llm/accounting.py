@@ -133,8 +133,12 @@ class Accounting:
             f"SUMMARY {self.label}: items={self.items_done} ok={o.get('ok', 0)} unparsed={o.get('unparsed', 0)} "
             f"failed={o.get('failed', 0)} calls={self.calls} cache_hits={self.cache_hits} "
             f"tokens_in={self.tokens_in} tokens_out={self.tokens_out} tokens_reasoning={self.tokens_reasoning} "
-            f"cost_usd={self.cost_usd:.4f} wall_s={wall:.1f} cpu_s={_cpu_s() - self.cpu_started:.1f}"
+            f"cost_usd={self.cost_usd:.4f} wall_s={wall:.1f} cpu_s={self.cpu_s():.1f}"
         )
+
+    def cpu_s(self) -> float:
+        """The job's CPU since it started: its process and the children it has waited for."""
+        return _cpu_s() - self.cpu_started
 
     def totals(self) -> dict:
         """What the job's summary file records (see pipeline.context.StageContext.finish)."""
@@ -143,7 +147,7 @@ class Accounting:
                                                                           ("ok", "unparsed", "failed")},
             "calls": self.calls, "cache_hits": self.cache_hits, "cache_repaired": self.cache_repaired, "retries": sum(max(0, r.attempts - 1) for r in self.records),
             "tokens_in": self.tokens_in, "tokens_out": self.tokens_out, "tokens_reasoning": self.tokens_reasoning,
-            "cost_usd": round(self.cost_usd, 6),
+            "cost_usd": round(self.cost_usd, 6), "cpu_s": round(self.cpu_s(), 3),
             "failed_items": [{"item_id": i, "reason": r} for i, r in self.failed_items],
             "unparsed_items": [{"item_id": i, "reason": r} for i, r in self.unparsed_items],
         }

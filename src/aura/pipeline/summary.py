@@ -48,7 +48,7 @@ def collect(logs: str | Path) -> dict[str, dict]:
     for s in sorted(jobs, key=lambda s: s.get("finished", 0)):
         t = stages.setdefault(s["stage"], {"jobs": 0, "failed_jobs": [], "llm_jobs": 0, "not_applicable": 0,
                                             "calls": 0, "cache_hits": 0, "cache_repaired": 0, "retries": 0, "tokens_out": 0,
-                                            "tokens_reasoning": 0, "cost_usd": 0.0,
+                                            "tokens_reasoning": 0, "cost_usd": 0.0, "cpu_s": 0.0,
                                             "outputs_with_failures": [], **{k: 0 for k in KEYS}})
         t["jobs"] += 1
         t["not_applicable"] += int(s.get("not_applicable") or 0)
@@ -60,7 +60,8 @@ def collect(logs: str | Path) -> dict[str, dict]:
             items = _item_counts(s)
             for k in KEYS:
                 t[k] += items[k]
-            for k in ("calls", "cache_hits", "cache_repaired", "retries", "tokens_out", "tokens_reasoning", "cost_usd"):
+            for k in ("calls", "cache_hits", "cache_repaired", "retries", "tokens_out", "tokens_reasoning", "cost_usd",
+                      "cpu_s"):
                 t[k] += llm.get(k) or 0
             if s.get("status") != "failed" and (items["failed"] or items["unparsed"]):
                 t["outputs_with_failures"].extend(s.get("outputs", [])[:1])

@@ -337,20 +337,14 @@ def _subreaper() -> None:
 
 
 def job_cpu(logs: Path) -> dict:
-    """The CPU of the jobs that asked models, from their logs' SUMMARY lines (each job's own CPU and its
-    children's; aura.llm.accounting): per request answered by a server, the pipeline's own cost of a request
-    (client, cache, accounting, the stage's work on the item) with the simulator's answers costing nothing."""
-    jobs = calls = 0
-    cpu = 0.0
-    for path in logs.rglob("*.log") if logs.is_dir() else []:
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            if not line.startswith("SUMMARY ") or " cpu_s=" not in line:
-                continue
-            fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
-            if int(fields.get("calls", 0)) > 0:
-                jobs += 1
-                calls += int(fields["calls"])
-                cpu += float(fields["cpu_s"])
+    """The CPU of the jobs that asked models, from their summary files (aura.pipeline.summary; each job's own CPU
+    and its waited-for children's, aura.llm.accounting): per request answered by a server, the pipeline's own cost
+    of a request (client, cache, accounting, the stage's work on the item), the simulator's answers costing nothing."""
+    from ..pipeline.summary import collect
+
+    stages = collect(logs).values()
+    jobs, calls = sum(t["llm_jobs"] for t in stages), sum(t["calls"] for t in stages)
+    cpu = sum(t["cpu_s"] for t in stages)
     return {"llm_jobs": jobs, "llm_job_calls": calls, "llm_job_cpu_s": round(cpu, 1),
             "cpu_ms_per_request": round(1000 * cpu / calls, 2) if calls else None}
 

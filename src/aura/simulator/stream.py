@@ -118,12 +118,12 @@ def _off(projected: float, stream: float) -> bool:
 
 
 def write(rows: list[dict], path: Path) -> None:
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=FIELDS)
+    from ..io import atomic_file
+
+    with atomic_file(path) as fh:
+        w = csv.DictWriter(fh, fieldnames=FIELDS, lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
-    tmp.replace(path)
 
 
 def summary(rows: list[dict]) -> dict:

@@ -209,7 +209,7 @@ def test_provenance_sidecars(chain):
     prov = json.loads((o / "judgments0.jsonl.prov.json").read_text())
     assert prov["stage"] == "judge" and len(prov["config_hash"]) == 64
     assert set(prov["git"]) == {"revision", "dirty"}
-    assert {"judge_detection.v3", "judge_action_type.v3", "judge_safety.v3"} <= set(prov["prompts"])
+    assert {"judge_detection.v4", "judge_action_type.v4", "judge_safety.v4"} <= set(prov["prompts"])
     assert all(len(p["sha256"]) == 64 for p in prov["prompts"].values())
     assert prov["models"]["m"]["model_id"] == "fake-model" and prov["models"]["m"]["params"]["seed"] == 1
     assert prov["packages"]["openai"] and prov["packages"]["pandas"]
@@ -222,7 +222,7 @@ def test_call_logs_record_tokens_and_prompt_hashes(chain):
     calls = [c for f in sorted((tmp / "logs").glob("*.calls.jsonl")) for c in read_jsonl(f)]
     assert len(calls) > 30
     assert all(c["tokens_in"] > 0 and len(c["prompt_sha256"]) == 64 for c in calls)
-    assert {"p1_step_tagging.v3", "p8_pair_generation.v3", "rollout_react.v2", "judge_safety.v3"} <= {c["prompt_name"] for c in calls}
+    assert {"p1_step_tagging.v3", "p8_pair_generation.v3", "rollout_react.v2", "judge_safety.v4"} <= {c["prompt_name"] for c in calls}
 
 
 def test_api_key_sent_but_never_written(chain, server):

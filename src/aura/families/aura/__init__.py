@@ -191,9 +191,9 @@ PROMPTS: dict[str, tuple[str, int]] = {
     "dimensions": ("construct", 1),  # RS1-RS6 / SD1-SD5 definitions (.yaml), rendered into P2, P4, P6
     "rollout_react": ("evaluate", 2),
     "rollout_action_only": ("evaluate", 2),
-    "judge_detection": ("evaluate", 3),
-    "judge_action_type": ("evaluate", 3),
-    "judge_safety": ("evaluate", 3),
+    "judge_detection": ("evaluate", 4),
+    "judge_action_type": ("evaluate", 4),
+    "judge_safety": ("evaluate", 4),
     "emulator_open_ended": ("evaluate", 1),  # open-ended rollouts: the environment answers a tool call
     "user_open_ended": ("evaluate", 1),  # open-ended rollouts: the user answers the agent's message
 }

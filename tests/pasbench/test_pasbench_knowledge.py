@@ -166,7 +166,7 @@ def test_the_question_and_the_judgment_ask_what_the_paper_asks(env, server):
     jschema = judge["response_format"]["json_schema"]["schema"]
     assert jschema["required"] == ["rationale", "correct"] and jschema["properties"]["correct"] == {"type": "boolean"}
     prov = json.loads(sidecar_path(env.path / "out" / "knowledge.jsonl").read_text())
-    assert {"knowledge_probe.v3", "knowledge_judge.v1"} <= set(prov["prompts"]) and set(prov["models"]) == {"m", "jb"}
+    assert {"knowledge_probe.v3", "knowledge_judge.v2"} <= set(prov["prompts"]) and set(prov["models"]) == {"m", "jb"}
 
 
 def test_every_answer_is_cached(env, server):

@@ -1,5 +1,6 @@
-"""PaSBench's texts and settings as the paper gives them (issue 33): the proactive prompt asks the paper's task
-(think, then alert the user to help prevent the danger) and not the judge's pass test; what the judge reads
+"""PaSBench's texts and settings as the paper gives them (issues 33, 48): the proactive prompt asks the paper's
+task (think, then remind the user of the danger and why, to help prevent it: the judge counts responses that
+"identify and explain the risk") without a Warn gate; what the judge reads
 (the answer, or the whole reply) shown on one fixture through the fake OpenAI server; the knowledge reply read
 in free text; the paper config's roster (36 models: run, unavailable with the reason, not named)."""
 from __future__ import annotations
@@ -20,15 +21,17 @@ def _system(name: str) -> str:
 
 
 @pytest.mark.parametrize("name", ["proactive_text", "proactive_image"])
-def test_the_proactive_prompt_asks_the_papers_task_not_the_judges_test(name):
+def test_the_proactive_prompt_asks_the_papers_task_and_what_its_judge_grades(name):
     prompt, text = get_prompt(name), _system(name)
-    assert prompt.version == 2
+    assert prompt.version == 3
     # §3.1: a reminder assistant, no user query, decides whether the person is (or may soon be) unsafe, and if
-    # so alerts them to help prevent the danger; §4: think, then answer
-    assert "nobody asks you anything" in text and "alert them to help prevent the danger" in text
+    # so alerts them to help prevent the danger; §4: think, then answer, and a response counts when it
+    # identifies and explains the risk, so the reminder says the danger and why (v2 asked for an alert only)
+    assert "nobody asks you anything" in text and "remind them of the danger and why it matters" in text
+    assert "to help prevent it" in text
     assert "Think first, then answer" in text and "Thought:" in text and "Answer:" in text
-    # v1 stated the judge's pass test and a Warn gate
-    assert "Warn" not in text and "why it is dangerous" not in text and "specific danger" not in text
+    # v1 added a Warn gate and the judge's own wording
+    assert "Warn" not in text and "specific danger" not in text
     assert _system("proactive_text") == _system("proactive_image")  # one system text: a shared KV prefix
 
 

@@ -261,11 +261,11 @@ def targets(config: dict) -> list[str]:
 
 # name -> (folder under prompts/pasbench/, '' for none; version in use)
 PROMPTS: dict[str, tuple[str, int]] = {
-    "proactive_text": ("", 2),  # v2: the paper's task (think, then alert), no judge's test, no Warn line (issue 33)
-    "proactive_image": ("", 2),
+    "proactive_text": ("", 3),  # v3: the paper's task (think, then remind of the danger and why: what the judge grades)
+    "proactive_image": ("", 3),
     "risk_judge": ("", 1),
     "knowledge_probe": ("", 3),  # v3: the paper's question in its form, answered in free text (issue 33)
-    "knowledge_judge": ("", 1),
+    "knowledge_judge": ("", 2),
     "reactive_text": ("", 1),
     "reactive_image": ("", 1),
     "verify_text": ("", 1),

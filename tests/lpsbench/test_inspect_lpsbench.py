@@ -177,7 +177,7 @@ def test_mitigated_variant_and_a_tool_call_cap_refuse_the_call_past_it(server, l
     assert (eb[0]["mitigation"], eb[0]["label"], eb[0]["outcome"], eb[0]["reason"]) == (
         "safety_prompt", "safe", "execution_failed", "step_cap")
     assert [[r["name"] for r in st["tool_results"]] for st in eb[1]["steps"]] == [["read_file"], []]
-    assert (fa[1]["prompt"], eb[1]["prompt"]) == ("agent_clarify.v3", "agent_safety.v3")
+    assert (fa[1]["prompt"], eb[1]["prompt"]) == ("agent_clarify.v4", "agent_safety.v3")
     sent = [r["body"] for r in server.requests() if r["path"].endswith("/chat/completions")]
     answered = [m["content"].rsplit("The call to answer:\n", 1)[-1] for b in sent if b["model"] == EMU
                 for m in b["messages"] if "The call to answer:" in str(m["content"])]

@@ -246,7 +246,7 @@ def test_mitigated_episodes_pause_by_asking_and_offer_the_raw_tools(server, lps,
     fa_reqs = [r for r in reqs if FA["instruction"] in r["messages"][1]["content"]]
     eb_reqs = [r for r in reqs if EB["instruction"] in r["messages"][1]["content"]]
     assert len(fa_reqs) == 2 and len(eb_reqs) == 2
-    assert all("ask the user for that confirmation" in r["messages"][0]["content"] for r in fa_reqs)
+    assert all("ask the user to confirm rather than act under uncertainty" in r["messages"][0]["content"] for r in fa_reqs)
     assert all("watch for and resist these attacks" in r["messages"][0]["content"] for r in eb_reqs)
     # the same tools as the raw variant: no ask_user (the simulated user is an extension, off here)
     assert all([t["function"]["name"] for t in r["tools"]] == ["list_directory", "delete_file"] for r in fa_reqs)

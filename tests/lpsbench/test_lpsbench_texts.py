@@ -212,14 +212,18 @@ def test_evaluate_stage_sends_upstreams_prompt_with_the_log_and_criterion(server
 
 
 # Risk-type vocabulary of the benign risks (TS, OC, FA, IP) and of our earlier clarify prompt's hints.
-RISK_WORDS = ["ambigu", "unclear", "vague", "underspecif", "assum", "guess", "which file", "which person",
+RISK_WORDS = ["unclear", "vague", "underspecif", "assum", "guess", "which file", "which person",
               "order", "sequence", "depend", "prerequisite", "backup", "back up", "implicit", "literal", "omit",
               "incomplete", "efficien", "redundan", "wast", "irreversib", "undone", "delet", "overwrit",
-              "high-stakes", "how much", "evidently"]
+              "how much", "evidently"]
+# §4.5's own description of the mechanism: "the agent detects ambiguity and high-stakes operations, and pauses
+# for human confirmation rather than acting under uncertainty" (issue 48: v3 named no ambiguity)
+PAPER_WORDS = ["ambiguous", "high-stakes", "pause", "confirm", "uncertainty"]
 
 
-def test_the_clarify_prompt_carries_no_risk_type_vocabulary():
+def test_the_clarify_prompt_says_what_section_4_5_says_and_no_risk_type_vocabulary():
     prompt = get_prompt("agent_clarify")
     text = (prompt.system + prompt.user).lower()
     assert [w for w in RISK_WORDS if re.search(re.escape(w), text)] == []
-    assert prompt.version >= 3
+    assert [w for w in PAPER_WORDS if w not in text] == []
+    assert "cannot be resolved" not in text and prompt.version >= 4

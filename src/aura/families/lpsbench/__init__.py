@@ -210,11 +210,11 @@ def targets(config: dict) -> list[str]:
 # name -> (folder under prompts/lpsbench/, '' for none; version in use)
 PROMPTS: dict[str, tuple[str, int]] = {
     "agent_raw": ("", 2),  # autonomous execution, tool outputs as ground truth (paper Fig. 21)
-    "agent_clarify": ("", 3),  # benign mitigation (Fig. 22): no more than upstream's pause-for-confirmation sentence
+    "agent_clarify": ("", 4),  # benign mitigation (Fig. 22, §4.5): pause under ambiguity or a high-stakes step
     "agent_safety": ("", 3),  # adversarial mitigation (Fig. 23): upstream's five attack vectors, refusal if malicious AND endangers
     "emulator": ("", 2),  # plays the mock tools from their behaviour; never told the risk
     "user_simulator": ("", 2),  # ask_user extension only; never sees the criterion
-    "evaluator": ("", 3),  # the generic template (Fig. 20): the record and the criterion, as upstream's ...
+    "evaluator": ("", 4),  # the generic template (Fig. 20): the record and the criterion, as upstream's ...
     "evaluator_risks": ("", 2),  # ... filled with each risk category's context, principles and rules
     "generate_templates": ("", 1),
     "generate_designer": ("", 1),

@@ -117,3 +117,12 @@ rule construction_counts:
     params: io=S.io, reviewers=S.section_hash(REVIEWERS)
     log: f"{LOGS}/construction_counts/construction_counts.log"
     shell: S.command("construction-counts")
+
+
+rule leak_probe:
+    input: **S.inputs(config, "leak-probe")
+    output: **S.outputs(config, "leak-probe")
+    params: io=S.io, cfg=S.model_hash(config, CLS)
+    resources: **S.endpoint_resources(config, lambda wc: CLS)
+    log: main=f"{LOGS}/leak_probe/leak_probe.log", calls=f"{LOGS}/leak_probe/leak_probe.calls.jsonl"
+    shell: S.command("leak-probe")

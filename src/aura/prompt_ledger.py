@@ -10,7 +10,10 @@ prompt file ``prompts/<family>/<name>.v<N>.md`` may carry a ledger beside it, ``
         ours: "format: the structured answer the stage parses"
 
 A *unit* is a sentence of a line of the prompt's system or user text (lines split at sentence ends); the
-section headers (``# system``, ``# user``) and blank lines are not units, a placeholder line is one. Each entry
+section headers (``# system``, ``# user``) and blank lines are not units, a placeholder line is one. A YAML
+prompt file (``<name>.v<N>.yaml``: definitions or templates the code renders into prompts) has a ledger too
+(``<name>.v<N>.ledger.yaml``); its units are the sentences of every string value, keys and the file's own
+``name`` and ``version`` left out. Each entry
 has exactly one of ``source`` (where the paper says it: a section, a table or figure, a line of upstream's
 file) or ``ours`` (why we say it: a format the parser needs, a definition the paper leaves open, an example of
 our own); a worked example is always ``ours`` and never a case of the paper. ``check`` fails a unit with no
@@ -45,21 +48,56 @@ class Entry:
     ours: str | None
 
 
+LEDGER_SUFFIX = ".ledger.yaml"
+
+
 def ledger_path(prompt: Path) -> Path:
-    return prompt.with_name(prompt.name.removesuffix(".md") + ".ledger.yaml")
+    return prompt.with_name(prompt.name.removesuffix(".md").removesuffix(".yaml") + LEDGER_SUFFIX)
+
+
+def prompt_files(folder: Path) -> list[Path]:
+    """A folder's prompt files: every ``.md`` and every ``.yaml`` that is not a ledger."""
+    return sorted([*folder.glob("*.md"), *(p for p in folder.glob("*.yaml") if not p.name.endswith(LEDGER_SUFFIX))])
+
+
+def _sentences(text: str) -> list[str]:
+    line = " ".join(text.split())
+    return [s for s in SENTENCE_END.split(line) if s] if line else []
+
+
+def _yaml_units(prompt: Path) -> list[str]:
+    out: list[str] = []
+
+    def walk(value) -> None:
+        if isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, str):
+            out.extend(_sentences(value))
+
+    data = yaml.safe_load(prompt.read_text(encoding="utf-8"))
+    if isinstance(data, dict):
+        data = {k: v for k, v in data.items() if k not in ("name", "version")}
+    walk(data)
+    return out
 
 
 def units(prompt: Path) -> list[str]:
-    """The prompt's instructions: each sentence of each non-blank line of its text, whitespace collapsed."""
+    """The prompt's instructions: each sentence of each non-blank line of its text (of each string value of a
+    YAML prompt file), whitespace collapsed."""
+    if prompt.suffix == ".yaml":
+        return _yaml_units(prompt)
     text = prompt.read_text(encoding="utf-8")
     if text.startswith("---\n"):
         text = text.split("\n---\n", 1)[1]
     out: list[str] = []
     for line in text.splitlines():
-        line = " ".join(line.split())
-        if not line or SECTION.match(line):
+        if SECTION.match(" ".join(line.split())):
             continue
-        out += [s for s in SENTENCE_END.split(line) if s]
+        out += _sentences(line)
     return out
 
 
@@ -114,7 +152,7 @@ def render(folder: Path, title: str | None = None) -> str:
     lines = [f"# Prompt ledger: `{title or folder.name}`", "",
              "Written by `python -m aura.prompt_ledger` from the ledgers beside the prompts; do not edit by hand.",
              "Each instruction of each prompt, and the paper passage it serves or why it is ours.", ""]
-    for prompt in sorted(folder.glob("*.md")):
+    for prompt in prompt_files(folder):
         if not ledger_path(prompt).is_file():
             continue
         entries = {e.text: e for e in read(ledger_path(prompt))}
@@ -140,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--title", default=None, help="the heading's name (default: the folder's name)")
     args = ap.parse_args(argv)
     try:
-        problems = [p for prompt in sorted(args.folder.glob("*.md")) for p in check(prompt)
+        problems = [p for prompt in prompt_files(args.folder) for p in check(prompt)
                     if ledger_path(prompt).is_file()]
         text = render(args.folder, args.title)
     except LedgerError as exc:

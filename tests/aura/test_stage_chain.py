@@ -64,6 +64,8 @@ def chain(server, tmp_path_factory):
     run("construction-counts", *ins("seeds", "tags", "prefixes", "relevance", "variations", "classified", "pairs", "dataset",
                                     "exclusions"),
         *[x for i in range(3) for x in ("--in", f"pair_reviews_{i}={o}/pr{i}.jsonl")], "--out", f"composition={o}/composition.csv", "--out", f"funnel={o}/funnel.csv")
+    run("leak-probe", *ins("dataset"), "--out", f"probes={o}/leak_probe.jsonl", "--out", f"summary={o}/leak_probe.csv",
+        calls="leak")
     for shard in (0, 1):
         run("rollout", "--model", "m", "--shard", f"{shard}/2", *ins("dataset"), "--out", f"rollouts={o}/rollouts{shard}.jsonl",
             calls=f"rollout{shard}")
@@ -295,3 +297,14 @@ def test_replacement_judging_covers_only_the_sample_items(chain, tmp_path):
     judged = list(read_jsonl(out))
     assert {j["item_id"] for j in judged} == {r0[0]["item_id"]}
     assert sorted(j["axis"] for j in judged) == ["action_type", "safety"]
+
+
+def test_the_leak_probe_guesses_every_released_row_from_its_rationale(chain):
+    _, o, _ = chain
+    dataset, probes = rows(o, "dataset"), rows(o, "leak_probe")
+    assert [p["item_id"] for p in probes] == [d["item_id"] for d in dataset]
+    assert all(p["status"] == "ok" and p["guess"] in ("NSP", "SP") for p in probes)
+    summary = {r["scope"]: r for r in csv.DictReader((o / "leak_probe.csv").open())}
+    assert int(summary["all rows"]["rows"]) == len(dataset) and set(summary) == {"all rows", "paired rows"}
+    prov = json.loads((o / "leak_probe.jsonl.prov.json").read_text())
+    assert "leak_probe.v1" in prov["prompts"]

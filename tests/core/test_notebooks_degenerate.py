@@ -38,6 +38,7 @@ from aura.families.aura.evaluate.panel import majority
 from aura.families.aura.notebooks import TABLE33_TITLES, table33_cells
 from aura.notebook_helpers import display_names, error_bars, read, share_cell, write_table
 from aura.pipeline.render import render
+from aura.families.aura.construct.leak_probe import summarize as leak_summary
 from aura.families.aura.reports import REPORTS  # AURA's reports; the other families test their own notebooks
 from aura.families.aura.stats import consistency, metrics, rates, reliability, tables, vendor_overlap
 from aura.families.aura.stats.human_validation import consensus, ensemble_sensitivity, human_validation, judge_accuracy, units
@@ -169,6 +170,7 @@ def write_stats(case: str, out: Path) -> dict[str, Path]:
     comp = composition(dataset(case))
     csvs["construction_composition"] = pd.DataFrame({"count": list(comp), "ours": list(comp.values()), "paper": None})
     csvs["construction_funnel"] = pd.DataFrame(columns=["stage", "ours", "paper"])
+    csvs["leak_probe_summary"] = leak_summary([{**r, "guess": r["pair_label"]} for r in dataset(case)])
     paths = {}
     for name, table in csvs.items():
         paths[name] = out / f"{name}.csv"
@@ -299,7 +301,7 @@ def output_text(nb: nbformat.NotebookNode) -> str:
 # Cases that add nothing for a notebook are skipped to keep the test fast: the construction counts do not
 # depend on labels (single item and empty only), and for the judge-agreement tables (panel votes, human labels,
 # repeats) all-unsafe is the same unanimous vote pattern as all-safe.
-LABEL_FREE = {"construction_funnel"}
+LABEL_FREE = {"construction_funnel", "leak_probe"}  # the probe depends on pair labels only, not on judge labels
 VOTE_PATTERN_ONLY = {"judge_reliability", "table3_human_validation", "table21_22_judge_accuracy", "table23_ensembles",
                      "table24_vendor_overlap", "table25_judge_consistency", "table34_case_study",
                      "table18_validation_retention", "table19_validation_strata"}

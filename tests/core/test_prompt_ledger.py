@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from aura.prompt_ledger import LedgerError, check, ledger_path, read, render, units
+from aura.prompt_ledger import LedgerError, check, ledger_path, prompt_files, read, render, units
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPTS = ROOT / "prompts"
-# Prompts written before the ledger, not traced yet (issue 48): this list only shrinks (every .md prompt is
-# traced now; the YAML prompt files are not read by the ledger); a prompt added after it must come with its ledger.
+# Prompts written before the ledger, not traced yet (issue 48): this list only shrinks (every prompt, .md and
+# .yaml, is traced now); a prompt added after it must come with its ledger.
 PENDING = {
     "aura/construct": set(),
     "aura/evaluate": set(),
@@ -63,6 +63,16 @@ def test_an_entry_needs_one_origin(tmp_path):
         read(ledger_path(prompt))
 
 
+def test_a_yaml_prompt_file_is_ledgered_by_its_string_values(tmp_path):
+    prompt = tmp_path / "defs.v1.yaml"
+    prompt.write_text("name: defs\nversion: 1\nX1:\n  name: Reach\n  definition: >-\n    How far it goes. Only direct "
+                      "reach counts.\n  rules: [Look first.]\n")
+    assert ledger_path(prompt).name == "defs.v1.ledger.yaml" and prompt_files(tmp_path) == [prompt]
+    assert units(prompt) == ["Reach", "How far it goes.", "Only direct reach counts.", "Look first."]
+    ledger_path(prompt).write_text('entries:\n  - {text: "Reach", source: "paper B.2"}\n')
+    assert prompt_files(tmp_path) == [prompt] and len(check(prompt)) == 3
+
+
 def _folders():
     return sorted({p.parent for p in PROMPTS.rglob("*.md")})
 
@@ -79,7 +89,7 @@ def test_every_prompt_folder_is_named_here():
 def test_every_ledgered_prompt_is_traced_and_no_new_prompt_lacks_one(folder):
     pending = PENDING[_rel(folder)]
     problems = []
-    for prompt in sorted(folder.glob("*.md")):
+    for prompt in prompt_files(folder):
         if ledger_path(prompt).is_file():
             problems += check(prompt)
         elif pending != "*" and prompt.name not in pending:

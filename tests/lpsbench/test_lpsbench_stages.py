@@ -515,7 +515,7 @@ def test_evaluator_outcomes_keep_every_case_and_judge_cut_off_episodes(server, l
     assert EB["instruction"] not in eb_text and "step limit" not in "".join(texts).split("Execution record")[-1]
     fa_text = next(t for t in texts if "CUT-FA" in t)
     import yaml as _yaml
-    risks = _yaml.safe_load((REPO / "prompts/lpsbench/evaluator_risks.v2.yaml").read_text())["risks"]
+    risks = _yaml.safe_load((REPO / "prompts/lpsbench/evaluator_risks.v3.yaml").read_text())["risks"]
     assert risks["EB"]["rules"][0] in eb_text and risks["FA"]["rules"][0] in fa_text
     assert risks["FA"]["rules"][0] not in eb_text
     assert all(r["temperature"] == 0.0 for r in eval_reqs)

@@ -89,6 +89,10 @@ STAGES: dict[str, Stage] = {
                                  inputs={**_io(*CONSTRUCTED, "classified", "pairs", "dataset"), "pair_reviews": None,
                                          **_io("exclusions")},
                                  outputs={"composition": "construction_composition", "funnel": "construction_funnel"}),
+    "leak-probe": Stage("label-blind leak probe: the classifier guesses each released row's pair label from its rationale",
+                        f"{C}.leak_probe:run", inputs=_io("dataset"),
+                        outputs={"probes": "leak_probe", "summary": "leak_probe_summary"}, prompts=("leak_probe",),
+                        calls={"probe": Call("classifier", "aura.roles.classifier", ("leak_probe",), out_tokens=12)}),
     "rollout": Stage("evaluated model continues each prefix (ReAct)", f"{E}.rollout:run",
                      options={"format": one_of("react", "action_only")}, inputs=_io("dataset"),
                      outputs=_io("rollouts"), prompts=("rollout_react", "rollout_action_only"),
@@ -186,6 +190,7 @@ PROMPTS: dict[str, tuple[str, int]] = {
     "p7_pair_classification": ("construct", 4),
     "p8_pair_generation": ("construct", 3),
     "p9_pair_review": ("construct", 3),
+    "leak_probe": ("construct", 1),  # label-blind leak probe on the released rows' rationales (stage leak-probe)
     "composed_variation": ("construct", 1),  # composed mechanisms: two RS dimensions at once (edits)
     "composed_review": ("construct", 2),  # composed mechanisms: review on both dimensions' criteria
     "dimensions": ("construct", 1),  # RS1-RS6 / SD1-SD5 definitions (.yaml), rendered into P2, P4, P6

@@ -65,7 +65,10 @@ PAPER_PER_SEED = {
     "classify (P7)": ("classify", "classifier", 861 / 157, None),
     "generate-pairs (P8)": ("generate-pairs", "generator", 593 / 157, "classified"),
     "review-pairs (P9)": ("review-pairs", "reviewers", 590 / 157, "pairs"),
+    "leak-probe": ("leak-probe", "classifier", 1249 / 157, "dataset"),  # one guess per released row
 }
+# Input tokens of one call where a stage's requests are far from construction's usual 1,500 (a rationale alone).
+TOKENS_IN = {"leak-probe": 250}
 
 
 def seed_count(config: Config) -> tuple[int, str]:
@@ -117,7 +120,8 @@ def construction_lines(config: Config, lay: dict, seeds: int) -> list[Line]:
         models = role_models(config, models_of)
         for m in dict.fromkeys(models):
             n = (counted if counted is not None else round(seeds * per_seed)) * models.count(m)
-            lines.append(_projected(config, stage, label, m, n, 1500, basis="counted" if counted is not None else "projected"))
+            lines.append(_projected(config, stage, label, m, n, TOKENS_IN.get(stage, 1500),
+                                    basis="counted" if counted is not None else "projected"))
     return lines
 
 

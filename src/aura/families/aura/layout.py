@@ -28,6 +28,8 @@ def layout(raw: dict) -> dict[str, str]:
         "datacard": f"{p}/DATACARD.md",
         "construction_composition": f"{r}/stats/construction_composition.csv",
         "construction_funnel": f"{r}/stats/construction_funnel.csv",
+        "leak_probe": f"{i}/leak_probe.jsonl",
+        "leak_probe_summary": f"{r}/stats/leak_probe.csv",
         "rollouts": f"{r}/rollouts/{{model}}/shard{{shard}}.jsonl",
         "judgments": f"{r}/judgments/{{model}}/{{judge}}/shard{{shard}}.jsonl",
         "panel": f"{r}/panel/{{model}}.jsonl",

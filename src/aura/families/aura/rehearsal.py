@@ -16,8 +16,9 @@ other dimension with p 829/2110; P3/P4 extend the last editable prefix step (a J
 ``note``) and answer unparseable text with p 113/1029; each reviewer accepts a variation with the p whose
 3-reviewer majority is 650/916, a pair with the p whose majority is 428/590; P7 says NSP with p 624/1249 and a
 trivial / moderate edit grade with p 593/861 (a label-free rationale, sketches or explanation as the label
-needs); P8 edits the last editable step inside the prefix (unparseable with p 3/593). The dataset's counts then
-follow from the seeds' trajectories and these draws: they are not planted.
+needs); P8 edits the last editable step inside the prefix (unparseable with p 3/593); the leak probe guesses
+NSP with p 624/1249, independent of the label. The dataset's counts then follow from the seeds' trajectories and
+these draws: they are not planted.
 
 Evaluation (planted truth). A rollout of evaluated model m on an item (its class read lazily from the run's
 own dataset files, by the prompt's trajectory: the prompt never shows NSP/SP) draws, with
@@ -486,6 +487,10 @@ class AuraPlanter:
                          "pair_edit_grade": grade,
                          "pair_edit_hint": "Change the last user or environment step of the prefix." if pairable
                          else "No small edit changes the available actions."}}
+
+    def _leak_probe(self, request):
+        # the rehearsal's rationale is one text for every row: a guess independent of the label, at P7's NSP share
+        return {"json": {"guess": "NSP" if self._u(request, "guess") < W_NSP else "SP"}}
 
     def _p8_pair_generation(self, request):
         if self._u(request, "unparsed") < P_PAIR_UNPARSED:

@@ -106,6 +106,11 @@ REPORTS = {
         "inputs": ["construction_composition", "construction_funnel"],
         "tables": ["construction_composition", "construction_funnel"],
     },
+    "leak_probe": {
+        "notebook": "leak_probe.ipynb",
+        "inputs": ["leak_probe_summary"],
+        "tables": ["leak_probe"],
+    },
     "unsafe_rates": {
         "notebook": "fig_unsafe_rates.ipynb",
         "inputs": ["model_rates"],

@@ -215,7 +215,7 @@ PROMPTS: dict[str, tuple[str, int]] = {
     "emulator": ("", 2),  # plays the mock tools from their behaviour; never told the risk
     "user_simulator": ("", 2),  # ask_user extension only; never sees the criterion
     "evaluator": ("", 4),  # the generic template (Fig. 20): the record and the criterion, as upstream's ...
-    "evaluator_risks": ("", 2),  # ... filled with each risk category's context, principles and rules
+    "evaluator_risks": ("", 3),  # ... filled with each risk category's context, principles and rules
     "generate_templates": ("", 1),
     "generate_designer": ("", 1),
     "generate_tools": ("", 1),

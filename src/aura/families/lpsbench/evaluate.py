@@ -14,7 +14,7 @@ criterion; not the user's instruction, not how the episode ended. Its prompt:
   schema; the verdict read as that module reads it (the JSON between the first ``{`` and the last ``}``, its
   ``status`` normalised by the module's ``status_mapping`` and keyword lists; no JSON or no status: ``unparsed``);
 - otherwise (our words, also generated cases): the generic template of paper Fig. 20 (prompts/lpsbench/
-  evaluator.v4.md) filled with the risk category's context, principles and rules (evaluator_risks.v2.yaml, written
+  evaluator.v4.md) filled with the risk category's context, principles and rules (evaluator_risks.v3.yaml, written
   after upstream's modules: for MT, EB, RC and PI, not refused and not executed is execution_failed), structured
   output ``{rationale, label}``.
 

@@ -69,7 +69,7 @@ def run(ctx: StageContext) -> None:
     probe = ctx.use_prompt(prompt("leak_probe"))
     dataset = ctx.read("dataset")
     model = ctx.config.raw["aura"]["roles"]["classifier"]
-    reqs = [request(probe, r["item_id"], SCHEMA, "leak_probe", rationale=r["rationale"] or "") for r in dataset]
+    reqs = [request(probe, r["item_id"], SCHEMA, "leak_probe", rationale=r.get("rationale") or "") for r in dataset]
     results = []
     if reqs:
         with ctx.llm([model]) as llm:

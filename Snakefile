@@ -7,6 +7,7 @@
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 from snakemake.utils import min_version
@@ -104,8 +105,11 @@ rule view_site:
 # One line per stage at the end of every run: items ok / unparsed / failed / n/a, failed jobs
 # (from the summaries the jobs write under <logs>/summary/). A report: it never changes the outcome.
 # (In Snakemake's own process, whose environment is not a job's: no job server for it.)
+# STARTED: when this invocation read the Snakefile; the summary says first what ran since, then the folder's totals.
+STARTED = time.time()
+
 onsuccess:
-    shell(f"AURA_JOB_SERVER=off {AURA} summary --configfile {CONFIGFILE} || true")
+    shell(f"AURA_JOB_SERVER=off {AURA} summary --configfile {CONFIGFILE} --since {STARTED} || true")
 
 onerror:
-    shell(f"AURA_JOB_SERVER=off {AURA} summary --configfile {CONFIGFILE} || true")
+    shell(f"AURA_JOB_SERVER=off {AURA} summary --configfile {CONFIGFILE} --since {STARTED} || true")

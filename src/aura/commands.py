@@ -80,12 +80,21 @@ def _estimate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _summary_arguments(p: argparse.ArgumentParser) -> None:
+    _configfile(p)
+    p.add_argument("--since", type=float, default=None, metavar="EPOCH_S",
+                   help="say first what ran since this time (the Snakefile passes its start), then the folder's totals")
+
+
 def _summary(args: argparse.Namespace) -> int:
     from .config import load_config
-    from .pipeline.summary import collect, lines, reproduction_lines
+    from .pipeline.summary import collect, invocation_lines, lines, reproduction_lines
 
     config = load_config(args.configfile)
-    print("\n".join(lines(collect(config.paths["logs"]))) or "aura summary: no model calls recorded", file=sys.stderr)
+    if args.since is not None:
+        print("\n".join(invocation_lines(config.paths["logs"], args.since)), file=sys.stderr)
+    else:
+        print("\n".join(lines(collect(config.paths["logs"]))) or "aura summary: no model calls recorded", file=sys.stderr)
     for line in reproduction_lines(config.raw):
         print(line, file=sys.stderr)
     return 0
@@ -107,5 +116,5 @@ def _render(args: argparse.Namespace) -> int:
 
 
 ESTIMATE = Command(CORE_COMMANDS["estimate"][0], _estimate_arguments, _estimate)
-SUMMARY = Command(CORE_COMMANDS["summary"][0], _configfile, _summary)
+SUMMARY = Command(CORE_COMMANDS["summary"][0], _summary_arguments, _summary)
 RENDER = Command(CORE_COMMANDS["render"][0], _render_arguments, _render)

@@ -127,7 +127,7 @@ def test_a_run_without_any_verdict_draws_the_summary_and_says_why(tmp_path, caps
     rows = frame([not_comparable("Table 3", m, c) for m in MODELS for c in COLUMNS])
     height, width = report(tmp_path, rows)
     assert height <= 600 and width <= 1500, (height, width)
-    assert f"lpsbench: of {len(rows)} reported numbers, 0 reproduced" in capsys.readouterr().out
+    assert f"lpsbench: not comparable, no verdict: all {len(rows)} reported numbers (demo data: demo_seeds)" in capsys.readouterr().out
     fig = forest(rows)
     assert len(fig.axes) == 1
     assert any("demo data: demo_seeds" in t.get_text() for t in fig.texts)

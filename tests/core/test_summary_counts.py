@@ -55,3 +55,21 @@ def test_a_broken_cache_entry_is_asked_again_with_one_warning_and_counted(job, s
     again = [s for s in summaries(tmp_path, "rollout") if s["outputs"][0].endswith("again.jsonl")]
     assert again[0]["llm"]["cache_repaired"] == 1
     assert " cache_repaired=1 " in summary_line(cfg)
+
+
+def test_since_says_what_this_invocation_ran_before_the_folder_totals(job, server, tmp_path):
+    # the Snakefile passes --since (its start): a rebuild that ran no model job says so first; the folder's
+    # totals, earlier runs included, follow under their own label
+    import time
+
+    cfg = job(n_items=2)
+    server.set_rules([{"content": ROLLOUT}])
+    assert aura(*rollout_args(cfg, tmp_path)).returncode == 0
+    later = aura("summary", "--configfile", str(cfg), "--since", str(time.time())).stderr.splitlines()
+    assert later[0] == "aura summary: this run: 0 stage job(s) finished, 0 model call(s), 0 cache hit(s): no model call"
+    assert later[1] == "aura totals: the run folder, every current job of this and earlier runs:"
+    assert later[2].startswith("aura totals: rollout (1 job): items ok=2 ") and " calls=2 " in later[2]
+    assert not [x for x in later if x.startswith("aura summary: rollout")]
+    before = aura("summary", "--configfile", str(cfg), "--since", "0").stderr.splitlines()
+    assert before[0] == "aura summary: this run: 1 stage job(s) finished, 2 model call(s), 0 cache hit(s)"
+    assert before[1].startswith("aura summary: rollout (1 job): items ok=2 ")

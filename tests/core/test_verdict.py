@@ -177,7 +177,12 @@ def test_not_comparable_rows_and_the_summary_line(tmp_path):
     ref = with_kinds(load_reference(write(tmp_path, "t.csv", *rows)), MARGINS)
     demo = compare(ref, lambda r: None, MARGINS, reason="demo data")
     assert set(demo["verdict"]) == {"not comparable"} and set(demo["reason"]) == {"demo data"}
-    assert summary_line("bench", demo).endswith("0 not reproduced (0 expected by chance), 0 inconclusive, 3 not comparable")
+    # nothing comparable: said first, with every reason the rows give (issue 49: "0 reproduced" read as a failure)
+    assert summary_line("bench", demo) == "bench: not comparable, no verdict: all 3 reported numbers (demo data)"
+    mixed = pd.DataFrame({"verdict": ["not comparable"] * 3, "reason": ["not produced", "model unavailable: x",
+                                                                        "not produced"]})
+    assert summary_line("bench", mixed) == ("bench: not comparable, no verdict: all 3 reported numbers (not produced "
+                                            "(2); model unavailable: x (1))")
 
 
 def test_blank_and_named_models_mixed_in_a_folder_read_as_strings(tmp_path):

@@ -108,8 +108,8 @@ def test_default_config_is_demo_data_throughout(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     v = pd.read_csv(tmp_path / "v.csv")
     assert len(v) == 58 and set(v["verdict"]) == {"not comparable"} and v["reason"].str.startswith("demo data").all()
-    assert ("pasbench: of 58 reported numbers, 0 reproduced, 0 not reproduced (0 expected by chance), 0 inconclusive, "
-            "58 not comparable") in proc.stderr
+    assert ("pasbench: not comparable, no verdict: all 58 reported numbers (demo data: pasbench_demo; embedded model "
+            "smollm2)") in proc.stderr
 
 
 

@@ -5,7 +5,10 @@ when it is current: it succeeded and its outputs exist, or it failed (its output
 Items ok / unparsed / failed are the statuses of the rows a job wrote (where its rows carry them), so the line
 says what the outputs hold; `cache_repaired` counts broken cache entries that were asked again.
 The Snakefile's onsuccess/onerror handlers print these lines at the end of every `snakemake` run, so
-a run that finished with failed or unparsed items says so. Tokens: tokens_out is the completion tokens billed
+a run that finished with failed or unparsed items says so. They pass `--since` (when the Snakefile was read):
+the lines first say what this invocation ran (`aura summary:`, the jobs that finished since; a rebuild of one
+figure says it made no model call), then, labelled `aura totals:`, every current job of the run folder,
+earlier invocations included. Tokens: tokens_out is the completion tokens billed
 as output, tokens_reasoning the part of them that was hidden reasoning (as the servers reported it; a job
 summary written before reasoning tokens were recorded counts 0).
 `reproduction_lines` adds one line per enabled family whose manifest names a verdict table (`reproduction`,
@@ -34,15 +37,16 @@ def _item_counts(summary: dict) -> dict[str, int]:
     return {k: int(source.get(k) or 0) for k in KEYS}
 
 
-def collect(logs: str | Path) -> dict[str, dict]:
-    """Per stage (in the order the stages first finished): totals over its current jobs."""
+def collect(logs: str | Path, since: float | None = None) -> dict[str, dict]:
+    """Per stage (in the order the stages first finished): totals over its current jobs (with `since`: only the
+    jobs that finished at or after that time, this invocation's)."""
     jobs = []
     for path in sorted(Path(logs, "summary").glob("*/*.json")):
         try:
             s = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue  # a summary is a report: an unreadable one is skipped, never fatal
-        if isinstance(s, dict) and "stage" in s and _current(s):
+        if isinstance(s, dict) and "stage" in s and _current(s) and (since is None or s.get("finished", 0) >= since):
             jobs.append(s)
     stages: dict[str, dict] = {}
     for s in sorted(jobs, key=lambda s: s.get("finished", 0)):
@@ -68,13 +72,13 @@ def collect(logs: str | Path) -> dict[str, dict]:
     return stages
 
 
-def lines(stages: dict[str, dict]) -> list[str]:
+def lines(stages: dict[str, dict], prefix: str = "aura summary") -> list[str]:
     out = []
     for stage, t in stages.items():
         if not t["llm_jobs"] and not t["failed_jobs"]:
             continue  # a stage without model calls that succeeded has nothing to report
         repaired = f" cache_repaired={t['cache_repaired']}" if t["cache_repaired"] else ""
-        line = (f"aura summary: {stage} ({t['jobs']} job{'s' if t['jobs'] != 1 else ''}): items ok={t['ok']} "
+        line = (f"{prefix}: {stage} ({t['jobs']} job{'s' if t['jobs'] != 1 else ''}): items ok={t['ok']} "
                 f"unparsed={t['unparsed']} failed={t['failed']} n/a={t['not_applicable']}; calls={t['calls']} "
                 f"cache_hits={t['cache_hits']}{repaired} retries={t['retries']} tokens_out={t['tokens_out']} "
                 f"tokens_reasoning={t['tokens_reasoning']} cost_usd={t['cost_usd']:.4f}")
@@ -86,6 +90,19 @@ def lines(stages: dict[str, dict]) -> list[str]:
                 line += f" and {len(t['outputs_with_failures']) - 1} more output(s)"
         out.append(line)
     return out
+
+
+def invocation_lines(logs: str | Path, since: float) -> list[str]:
+    """This invocation's lines (jobs finished since `since`), then the run folder's totals, each labelled."""
+    now = collect(logs, since)
+    calls = sum(t["calls"] for t in now.values())
+    hits = sum(t["cache_hits"] for t in now.values())
+    jobs = sum(t["jobs"] for t in now.values())
+    head = (f"aura summary: this run: {jobs} stage job(s) finished, {calls} model call(s), {hits} cache hit(s)"
+            + ("" if calls or hits else ": no model call"))
+    folder = lines(collect(logs), prefix="aura totals")
+    return [head, *lines(now), *(["aura totals: the run folder, every current job of this and earlier runs:", *folder]
+                                 if folder else [])]
 
 
 def reproduction_lines(raw: dict) -> list[str]:

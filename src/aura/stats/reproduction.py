@@ -37,16 +37,18 @@ UNMAPPED = "not produced: not mapped: "
 def demo_reason(config, family, data=(), models=()) -> str | None:
     """"demo data: ..." when any of ``data`` (the run's data paths) lies in one of the family manifest's
     ``demo_data`` folders (in this checkout or the same relative place under the working folder, for a copied
-    workflow), or any of ``models`` is served by an embedded (``kind: local``) endpoint; else None."""
+    workflow), or any of ``models`` is served by an embedded (``kind: local``) endpoint, naming both when both
+    hold ("demo data: demo_seeds; embedded model smollm2"); else None."""
     from ..config import REPO_ROOT
 
     folders = [Path(f).resolve() for f in family.demo_data]
     folders += [Path.cwd() / f.relative_to(REPO_ROOT) for f in folders if f.is_relative_to(REPO_ROOT)]
-    for p in data:
-        if p and any(Path(p).resolve().is_relative_to(f) for f in folders):
-            return f"demo data: {Path(p).name}"
+    found = [f"demo data: {Path(p).name}" for p in data
+             if p and any(Path(p).resolve().is_relative_to(f) for f in folders)][:1]
     local = [m for m in models if m and config.endpoint_of(m).kind == "local"]
-    return f"demo data: embedded model {local[0]}" if local else None
+    if local:  # the embedded model rules a verdict out too: both reasons are named
+        found.append(f"embedded model {local[0]}" if found else f"demo data: embedded model {local[0]}")
+    return "; ".join(found) or None
 
 
 def read_input(ctx: StageContext, name: str) -> pd.DataFrame:

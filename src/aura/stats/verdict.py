@@ -397,11 +397,20 @@ REHEARSAL = "REHEARSAL (simulated models, planted numbers; not a reproduction)"
 def summary_line(family: str, verdicts: pd.DataFrame, alpha: float = 0.05, rehearsal: bool = False) -> str:
     """"<family>: of N reported numbers, R reproduced, X not reproduced (A expected by chance), I inconclusive,
     C not comparable". A is the family-wise level when any row was tested (a faithful rerun shows a false "not
-    reproduced" in at most that share of reruns), 0 when none was. A dress rehearsal's line starts with
-    ``REHEARSAL``."""
+    reproduced" in at most that share of reruns), 0 when none was. When no row got a verdict the line says that
+    first, with every reason the rows give ("<family>: not comparable, no verdict: all N reported numbers
+    (reason; reason)"): a smoke run on demo data does not read as a failed reproduction. A dress rehearsal's line
+    starts with ``REHEARSAL``."""
     c = counts(verdicts)
+    lead = f"{REHEARSAL}: " if rehearsal else ""
+    if len(verdicts) and c[NOT_COMPARABLE] == len(verdicts):
+        reasons = verdicts["reason"].fillna("").astype(str) if "reason" in verdicts else pd.Series(dtype=str)
+        named = [f"{r} ({n})" if n < len(verdicts) else r for r, n in reasons[reasons != ""].value_counts().items()]
+        shown = "; ".join(named[:4]) + (f"; {len(named) - 4} more reasons in the table" if len(named) > 4 else "")
+        return f"{lead}{family}: not comparable, no verdict: all {len(verdicts)} reported numbers" + (
+            f" ({shown})" if shown else "")
     tested = "p_value" in verdicts and verdicts["p_value"].notna().any()
     chance = f"{alpha:g}" if tested else "0"
-    return ((f"{REHEARSAL}: " if rehearsal else "") + f"{family}: of {len(verdicts)} reported numbers, {c[REPRODUCED]} reproduced, {c[NOT_REPRODUCED]} not "
+    return (lead + f"{family}: of {len(verdicts)} reported numbers, {c[REPRODUCED]} reproduced, {c[NOT_REPRODUCED]} not "
             f"reproduced ({chance} expected by chance), {c[INCONCLUSIVE]} inconclusive, "
             f"{c[NOT_COMPARABLE]} not comparable")

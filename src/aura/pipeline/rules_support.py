@@ -66,17 +66,30 @@ def caption(name: str) -> str:
     return workflow_path(family_of_report(name).caption(name))
 
 
+def report_category(name: str) -> str:
+    """A report's category in the Snakemake report: its family, numbered in the families' order ("1 AURA-Eval"), so
+    the report lists the families as the workflow runs them (the report itself orders categories as it finds them)."""
+    from ..families import names
+
+    family = family_of_report(name)
+    return f"{names().index(family.name) + 1} {family.title.split(':')[0]}"
+
+
 def report_outputs(config: dict, name: str) -> dict:
-    """A figure (pdf + png, in the Snakemake report with its caption) and/or tables (csv + md)."""
+    """A figure (pdf + png) and/or tables (csv + md); the pdf and each table's csv are in the Snakemake report with
+    the report's caption, under its family's category (subcategories Figures and Tables)."""
     from snakemake.io import report
 
     lay, spec = layout(config), REPORTS[name]
+    category = report_category(name)
     out = {}
     if spec.get("figure", True):
-        out["pdf"] = report(f"{lay['figures']}/{name}.pdf", caption=caption(name), category="Figures")
+        out["pdf"] = report(f"{lay['figures']}/{name}.pdf", caption=caption(name), category=category,
+                            subcategory="Figures")
         out["png"] = f"{lay['figures']}/{name}.png"
     for t in spec.get("tables", []):
-        out[f"{t}_csv"] = f"{lay['tables']}/{t}.csv"
+        out[f"{t}_csv"] = report(f"{lay['tables']}/{t}.csv", caption=caption(name), category=category,
+                                 subcategory="Tables")
         out[f"{t}_md"] = f"{lay['tables']}/{t}.md"
     return out
 

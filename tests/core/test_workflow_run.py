@@ -164,6 +164,42 @@ def test_html_report_collects_figures_with_captions(built):
     assert (workdir / "report" / "aura" / "fig6_dimensions.rst").read_text().split(" with n")[0] in html  # its caption
 
 
+
+def test_the_report_opened_in_headless_chromium_lists_figures_and_tables_under_the_family(built, tmp_path):
+    # what a reviewer opens: the family's category, its Figures and its Tables (each table's CSV registered with
+    # the report's caption), seen in a real browser as the report's own scripts draw them
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from browser import new_driver
+
+    workdir, _, _ = built
+    report = workdir / "report.html"
+    if not report.exists():
+        snakemake(workdir, "--report", "report.html")
+    driver = new_driver(1400, 1000)
+    try:
+        driver.get(report.as_uri())
+        wait = WebDriverWait(driver, 30)
+        listed = {}
+        for sub, shows in (("Figures", "fig6_dimensions.pdf"), ("Tables", "construction_funnel.csv")):
+            # the first page lists the families' categories; with one family it offers "Results", which opens it
+            wait.until(lambda d: d.find_elements(By.LINK_TEXT, "1 AURA-Eval") or d.find_elements(By.LINK_TEXT, "Results"))
+            (driver.find_elements(By.LINK_TEXT, "1 AURA-Eval") or driver.find_elements(By.LINK_TEXT, "Results"))[0].click()
+            wait.until(EC.element_to_be_clickable((By.LINK_TEXT, sub))).click()
+            wait.until(EC.text_to_be_present_in_element((By.TAG_NAME, "body"), shows))
+            listed[sub] = driver.find_element(By.TAG_NAME, "body").text
+            assert "1 AURA-Eval" in listed[sub]  # the breadcrumb: the family's category
+            driver.save_screenshot(str(tmp_path / f"{sub}.png"))
+            driver.get(report.as_uri())
+        assert "results/tables/table33_overall.csv" in listed["Tables"] and ".pdf" not in listed["Tables"]
+        assert "figures/construction_funnel.pdf" in listed["Figures"] and ".csv" not in listed["Figures"]
+        assert all((tmp_path / f"{sub}.png").stat().st_size > 10_000 for sub in listed)
+    finally:
+        driver.quit()
+
+
 def test_prompt_change_reruns_only_the_stages_it_feeds(built):
     workdir, _, _ = built
     p8 = workdir / prompt_path("p8_pair_generation").relative_to(REPO)  # the version the stages use

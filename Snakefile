@@ -83,7 +83,7 @@ for _family in FAMILIES:
             params: args=S.report_params(config, _name)
             group: "render"   # on a cluster: renders share SLURM jobs (group-components in config/profiles/slurm)
             log: notebook=f"{LOGS}/render/{_name}.ipynb", main=f"{LOGS}/render/{_name}.log"
-            shell: "{AURA} render {input.notebook} {log.notebook} {params.args} > {log.main} 2>&1"
+            shell: "{AURA} render {input.notebook} {log.notebook} {params.args} --configfile {CONFIGFILE} --outputs {output} > {log.main} 2>&1"
 
 
 rule all:

@@ -108,6 +108,31 @@ def provenance(stage: str, config: Config, prompts: list = (), models: list[str]
     }
 
 
+def file_sha256(path: str | Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def render_provenance(notebook: str | Path, inputs: dict[str, str], config: Config | None) -> dict:
+    """A rendered figure's or table's sidecar: the notebook that drew it (path, sha256), each input file it read
+    (parameter -> path, sha256), the git revision and the config hash, as a stage output's sidecar has them."""
+    return {
+        "report": Path(notebook).stem,
+        RUN_FIELD: run_facts(),
+        "git": git_state(),
+        "config_hash": config.hash if config is not None else None,
+        "notebook": {"path": str(notebook), "sha256": file_sha256(notebook)},  # as the rule names it
+        "inputs": {name: {"path": str(path), "sha256": file_sha256(path)} for name, path in inputs.items()},
+        "python": platform.python_version(),
+        "packages": package_versions(),
+    }
+
+
 def sidecar_path(output: str | Path) -> Path:
     return Path(str(output) + ".prov.json")
 

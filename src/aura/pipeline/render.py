@@ -161,6 +161,21 @@ def render(notebook: Path, executed: Path, parameters: dict[str, str], *, attemp
     raise AssertionError("unreachable")
 
 
+def write_sidecars(notebook: Path, parameters: dict[str, str], outputs: list[str], configfile: str | None) -> None:
+    """A provenance sidecar beside each output of a render (aura.provenance.render_provenance): the notebook, the
+    input files among its parameters (a parameter naming an existing file that is not an output), git, config."""
+    from ..config import load_config
+    from ..provenance import render_provenance, write_provenance
+
+    if not outputs:
+        return
+    made = {str(Path(o)) for o in outputs}
+    inputs = {k: v for k, v in parameters.items() if Path(v).is_file() and str(Path(v)) not in made}
+    prov = render_provenance(notebook, inputs, load_config(configfile) if configfile else None)
+    for out in outputs:
+        write_provenance(out, prov)
+
+
 def parse_parameters(pairs: list[list[str]] | None) -> dict[str, str]:
     """`-p name value` pairs as raw strings (paths stay paths; papermill's CLI would guess types)."""
     out: dict[str, str] = {}

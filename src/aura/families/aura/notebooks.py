@@ -36,3 +36,11 @@ def table33_cells(df: pd.DataFrame) -> pd.DataFrame:
 
 TABLE33_COLUMNS = ["rows", "rows_nsp", "rows_sp", "pair_label_invalid", "detection_invalid", "action_invalid",
                    "safety_invalid", *[f"{k}_{s}" for k in TABLE33_TITLES for s in ("k", "n", "excluded")]]
+
+
+def dimension_names() -> dict[str, str]:
+    """Code -> "RS1 Harm Intensity" for the eleven variation dimensions (the definitions the construction prompts
+    render, prompts/aura/construct/dimensions.v1.yaml), and "original" for the unvaried rows."""
+    from .construct.common import dimension_specs
+
+    return {"original": "original", **{code: f"{code} {spec['name']}" for code, spec in dimension_specs().items()}}

@@ -215,7 +215,11 @@ VERDICT_COLORS = {"reproduced": "#1b7837", "not reproduced": "#b2182b", "inconcl
 NOT_COMPARABLE = "not comparable"
 UNIT_AXIS = {"percent": "difference, percentage points (run − paper)",
              "fraction": "difference, fraction (run − paper)", "count": "difference, count (run − paper)",
-             "r": "difference in r (run − paper)"}
+             "r": "difference in r (run − paper)", "alpha": "difference in Krippendorff's α (run − paper)",
+             "p-value": "difference in p-value (run − paper)"}
+# Rows drawn on their own axis, not their unit's: a p-value (reported as a fraction) beside rates would share their
+# axis, Krippendorff's alpha (reported in units of r) beside correlations; the column names them.
+AXIS_OF_COLUMN = {"p-value": "p-value", "alpha": "alpha"}
 MARGIN_BAND = "#e3e3e3"
 FONT = 6.5             # tick labels of the detail and the summary
 LINE_IN = 0.12         # one row (or table header) of the detail
@@ -249,12 +253,14 @@ def _cut(text, chars: int = LABEL_CHARS) -> str:
 
 
 def _numeric(verdicts: pd.DataFrame) -> pd.DataFrame:
-    """The verdict rows with their numbers as floats (a column the file lacks, or left blank, is NaN)."""
+    """The verdict rows with their numbers as floats (a column the file lacks, or left blank, is NaN), `unit` the axis
+    each row is drawn on (AXIS_OF_COLUMN: a p-value or an alpha on its own)."""
     v = verdicts.copy()
     for col in ("reported", "reproduced", "difference", "diff_lo", "diff_hi", "margin"):
         v[col] = pd.to_numeric(v[col], errors="coerce") if col in v else np.nan
     for col in ("table", "row", "column", "unit", "verdict", "reason"):
         v[col] = v[col].astype(object).where(v[col].notna(), "").astype(str) if col in v else ""
+    v["unit"] = [AXIS_OF_COLUMN.get(c.strip().lower(), u) for c, u in zip(v["column"], v["unit"])]  # the axis drawn
     return v
 
 

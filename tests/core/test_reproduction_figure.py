@@ -155,3 +155,16 @@ def test_the_viewer_table_shows_the_difference_its_interval_the_margin_and_the_c
     assert ("Of 3 reported numbers: 2 reproduced, 0 not reproduced, 0 inconclusive, 1 not comparable." in html)
     assert "[15.9, 20.7]" in html and ">1000<" in html and "1.3 [-2, 4.6]" in html and "±10" in html
     assert '<td class="num">0</td>' in html and "demo data: demo_seeds" in html
+
+
+def test_p_values_and_alpha_get_their_own_axes():
+    # issue 49: a p-value (reported as a fraction) shared the rates' fraction axis, Krippendorff's alpha (in units
+    # of r) the correlations'; each is drawn on an axis of its own, named for what it is
+    rng = np.random.default_rng(1)
+    rows = [judged(rng, "Table 1", "m", "accuracy", "fraction"), judged(rng, "§4 text", "models", "p-value", "fraction"),
+            judged(rng, "§6 text", "Overall", "alpha", "r"), judged(rng, "§4 text", "models", "Pearson r", "r")]
+    fig = forest(frame(rows))
+    labels = {ax.get_xlabel().split("\n")[0] for ax in fig.axes}
+    assert {"difference, fraction (run − paper)", "difference in p-value (run − paper)", "difference in r (run − paper)",
+            "difference in Krippendorff's α (run − paper)"} <= labels
+    matplotlib.pyplot.close(fig)

@@ -165,7 +165,7 @@ def bars(groups, series, ylabel: str, title: str | None = None, ylim=(0, 100)):
 
     groups: the x tick labels; series: (label, color, rate, low, high) with array-likes as long as `groups`
     (fractions; low/high may be None for no whisker). A NaN rate is drawn as "–" (nothing measured), never as
-    a 0 bar; a measured 0 is labelled "0". Returns the figure."""
+    a 0 bar; a measured 0 is labelled "0%" (the bars are percentages). Returns the figure."""
     import matplotlib.pyplot as plt
 
     x = np.arange(len(groups))
@@ -179,7 +179,7 @@ def bars(groups, series, ylabel: str, title: str | None = None, ylim=(0, 100)):
         ax.bar(xs, np.nan_to_num(rate), width, yerr=yerr, capsize=3, color=color, label=label)
         for xi, r in zip(xs, rate):
             if np.isnan(r) or r == 0:  # a measured zero says "0", nothing measured says "–"
-                ax.text(xi, 1, DASH if np.isnan(r) else "0", ha="center", va="bottom", fontsize=8,
+                ax.text(xi, 1, DASH if np.isnan(r) else "0%", ha="center", va="bottom", fontsize=8,
                         color="#999999" if np.isnan(r) else "black")
     ax.set_xticks(x, list(groups), fontsize=8)
     ax.set_ylabel(ylabel)

@@ -230,7 +230,7 @@ def test_bars_tell_a_measured_zero_from_nothing_measured():
     fig = bars(["a", "b", "c"], [("rate", "#333333", [0.0, float("nan"), 0.5], None, None)], "rate (%)")
     ax = fig.axes[0]
     assert [round(p.get_height(), 6) for p in ax.patches] == [0.0, 0.0, 50.0]  # NaN is no bar, not a zero bar
-    assert sorted((round(t.get_position()[0], 3), t.get_text()) for t in ax.texts) == [(0.0, "0"), (1.0, "–")]
+    assert sorted((round(t.get_position()[0], 3), t.get_text()) for t in ax.texts) == [(0.0, "0%"), (1.0, "–")]
 
 
 def test_helpers_read_and_write_empty_and_unlabelled_tables(tmp_path, capsys):

@@ -66,10 +66,10 @@ def test_since_says_what_this_invocation_ran_before_the_folder_totals(job, serve
     server.set_rules([{"content": ROLLOUT}])
     assert aura(*rollout_args(cfg, tmp_path)).returncode == 0
     later = aura("summary", "--configfile", str(cfg), "--since", str(time.time())).stderr.splitlines()
-    assert later[0] == "aura summary: this run: 0 stage job(s) finished, 0 model call(s), 0 cache hit(s): no model call"
-    assert later[1] == "aura totals: the run folder, every current job of this and earlier runs:"
+    assert later[0] == "aura summary (this run): 0 stage job(s) finished, 0 model call(s), 0 cache hit(s): no model call"
+    assert later[1] == "aura totals (the run folder, every current job of this and earlier runs):"
     assert later[2].startswith("aura totals: rollout (1 job): items ok=2 ") and " calls=2 " in later[2]
     assert not [x for x in later if x.startswith("aura summary: rollout")]
     before = aura("summary", "--configfile", str(cfg), "--since", "0").stderr.splitlines()
-    assert before[0] == "aura summary: this run: 1 stage job(s) finished, 2 model call(s), 0 cache hit(s)"
+    assert before[0] == "aura summary (this run): 1 stage job(s) finished, 2 model call(s), 0 cache hit(s)"
     assert before[1].startswith("aura summary: rollout (1 job): items ok=2 ")

@@ -6,8 +6,8 @@ Items ok / unparsed / failed are the statuses of the rows a job wrote (where its
 says what the outputs hold; `cache_repaired` counts broken cache entries that were asked again.
 The Snakefile's onsuccess/onerror handlers print these lines at the end of every `snakemake` run, so
 a run that finished with failed or unparsed items says so. They pass `--since` (when the Snakefile was read):
-the lines first say what this invocation ran (`aura summary:`, the jobs that finished since; a rebuild of one
-figure says it made no model call), then, labelled `aura totals:`, every current job of the run folder,
+the lines first say what this invocation ran (`aura summary (this run):`, then an `aura summary:` line per stage
+it ran; a rebuild of one figure says it made no model call), then, labelled `aura totals:`, every current job of the run folder,
 earlier invocations included. Tokens: tokens_out is the completion tokens billed
 as output, tokens_reasoning the part of them that was hidden reasoning (as the servers reported it; a job
 summary written before reasoning tokens were recorded counts 0).
@@ -98,10 +98,10 @@ def invocation_lines(logs: str | Path, since: float) -> list[str]:
     calls = sum(t["calls"] for t in now.values())
     hits = sum(t["cache_hits"] for t in now.values())
     jobs = sum(t["jobs"] for t in now.values())
-    head = (f"aura summary: this run: {jobs} stage job(s) finished, {calls} model call(s), {hits} cache hit(s)"
+    head = (f"aura summary (this run): {jobs} stage job(s) finished, {calls} model call(s), {hits} cache hit(s)"
             + ("" if calls or hits else ": no model call"))
     folder = lines(collect(logs), prefix="aura totals")
-    return [head, *lines(now), *(["aura totals: the run folder, every current job of this and earlier runs:", *folder]
+    return [head, *lines(now), *(["aura totals (the run folder, every current job of this and earlier runs):", *folder]
                                  if folder else [])]
 
 

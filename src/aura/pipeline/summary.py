@@ -7,8 +7,8 @@ says what the outputs hold; `cache_repaired` counts broken cache entries that we
 The Snakefile's onsuccess/onerror handlers print these lines at the end of every `snakemake` run, so
 a run that finished with failed or unparsed items says so. They pass `--since` (when the Snakefile was read):
 the lines first say what this invocation ran (`aura summary (this run):`, then an `aura summary:` line per stage
-it ran; a rebuild of one figure says it made no model call), then, labelled `aura totals:`, every current job of the run folder,
-earlier invocations included. Tokens: tokens_out is the completion tokens billed
+it ran; a rebuild of one figure says it made no model call), then, labelled `aura totals`, every current job of
+the run folder, earlier invocations included. Tokens: tokens_out is the completion tokens billed
 as output, tokens_reasoning the part of them that was hidden reasoning (as the servers reported it; a job
 summary written before reasoning tokens were recorded counts 0).
 `reproduction_lines` adds one line per enabled family whose manifest names a verdict table (`reproduction`,

@@ -41,6 +41,7 @@ from aura.pipeline.layout import layout
 
 config.clear()
 config.update(_raw)
+CONFIG_HASH = S.config_hash(config)  # what every job's load_config(CONFIGFILE).hash reads: renders' sidecars take it
 
 L = layout(config)
 LOGS = config["paths"]["logs"]
@@ -83,7 +84,7 @@ for _family in FAMILIES:
             params: args=S.report_params(config, _name)
             group: "render"   # on a cluster: renders share SLURM jobs (group-components in config/profiles/slurm)
             log: notebook=f"{LOGS}/render/{_name}.ipynb", main=f"{LOGS}/render/{_name}.log"
-            shell: "{AURA} render {input.notebook} {log.notebook} {params.args} --configfile {CONFIGFILE} --outputs {output} > {log.main} 2>&1"
+            shell: "{AURA} render {input.notebook} {log.notebook} {params.args} --config-hash {CONFIG_HASH} --outputs {output} > {log.main} 2>&1"
 
 
 rule all:

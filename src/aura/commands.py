@@ -105,7 +105,7 @@ def _render_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("executed", type=Path, help="where the executed copy goes (a log)")
     p.add_argument("-p", dest="parameters", nargs=2, action="append", metavar=("NAME", "VALUE"),
                    help="notebook parameter, passed as a string")
-    p.add_argument("--configfile", default=None, help="the run's config: its hash goes into the outputs' sidecars")
+    p.add_argument("--config-hash", default=None, help="the run's config hash (the Snakefile's), for the outputs' sidecars")
     p.add_argument("--outputs", nargs="*", default=[], metavar="FILE",
                    help="the figures and tables this render writes: each gets a provenance sidecar (<file>.prov.json)")
 
@@ -116,7 +116,7 @@ def _render(args: argparse.Namespace) -> int:
     yield_the_cpu()
     parameters = parse_parameters(args.parameters)
     render(args.notebook, args.executed, parameters)
-    write_sidecars(args.notebook, parameters, args.outputs, args.configfile)
+    write_sidecars(args.notebook, parameters, args.outputs, args.config_hash)
     return 0
 
 

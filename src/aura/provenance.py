@@ -118,14 +118,14 @@ def file_sha256(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def render_provenance(notebook: str | Path, inputs: dict[str, str], config: Config | None) -> dict:
+def render_provenance(notebook: str | Path, inputs: dict[str, str], config_hash: str | None) -> dict:
     """A rendered figure's or table's sidecar: the notebook that drew it (path, sha256), each input file it read
     (parameter -> path, sha256), the git revision and the config hash, as a stage output's sidecar has them."""
     return {
         "report": Path(notebook).stem,
         RUN_FIELD: run_facts(),
         "git": git_state(),
-        "config_hash": config.hash if config is not None else None,
+        "config_hash": config_hash,
         "notebook": {"path": str(notebook), "sha256": file_sha256(notebook)},  # as the rule names it
         "inputs": {name: {"path": str(path), "sha256": file_sha256(path)} for name, path in inputs.items()},
         "python": platform.python_version(),

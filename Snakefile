@@ -107,12 +107,13 @@ rule view_site:
 
 # One line per stage at the end of every run: items ok / unparsed / failed / n/a, failed jobs
 # (from the summaries the jobs write under <logs>/summary/). A report: it never changes the outcome.
-# (In Snakemake's own process, whose environment is not a job's: no job server for it.)
+# Printed in Snakemake's own process (a new interpreter for it cost a one-figure rebuild ~0.8 s).
 # STARTED: when this invocation read the Snakefile; the summary says first what ran since, then the folder's totals.
 STARTED = time.time()
+from aura.pipeline.summary import print_end_of_run
 
 onsuccess:
-    shell(f"AURA_JOB_SERVER=off {AURA} summary --configfile {CONFIGFILE} --since {STARTED} || true")
+    print_end_of_run(config, STARTED)
 
 onerror:
-    shell(f"AURA_JOB_SERVER=off {AURA} summary --configfile {CONFIGFILE} --since {STARTED} || true")
+    print_end_of_run(config, STARTED)

@@ -88,15 +88,9 @@ def _summary_arguments(p: argparse.ArgumentParser) -> None:
 
 def _summary(args: argparse.Namespace) -> int:
     from .config import load_config
-    from .pipeline.summary import collect, invocation_lines, lines, reproduction_lines
+    from .pipeline.summary import end_of_run_lines
 
-    config = load_config(args.configfile)
-    if args.since is not None:
-        print("\n".join(invocation_lines(config.paths["logs"], args.since)), file=sys.stderr)
-    else:
-        print("\n".join(lines(collect(config.paths["logs"]))) or "aura summary: no model calls recorded", file=sys.stderr)
-    for line in reproduction_lines(config.raw):
-        print(line, file=sys.stderr)
+    print("\n".join(end_of_run_lines(load_config(args.configfile).raw, args.since)), file=sys.stderr)
     return 0
 
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Sequence
 import yaml
 
 from .config import DEFAULT_SCHEMA, Config
+from .errors import ConfigError
 from .prompts import get_prompt
 
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ def reasoning_assumptions(config: Config) -> dict[str, int]:
     assumed = (config.raw.get("estimate") or {}).get("reasoning_tokens") or {}
     unknown = sorted(set(assumed) - set(config.models))
     if unknown:
-        raise SystemExit(f"estimate.reasoning_tokens: unknown model(s) {', '.join(unknown)} (not under models:)")
+        raise ConfigError(f"estimate.reasoning_tokens: unknown model(s) {', '.join(unknown)} (not under models:)")
     return assumed
 
 

@@ -35,9 +35,10 @@ def family_of(module: str) -> str | None:
     return None
 
 
-def imports_of(source: str, module: str, is_package: bool) -> set[str]:
-    """Every module `source` imports (absolute names; relative imports resolved; `from x import y` gives
-    x and x.y, as y may be a module)."""
+def imports_of(source: str, module: str, is_package: bool, modules: set[str] | frozenset = frozenset()) -> set[str]:
+    """Every module `source` imports (absolute names; relative imports resolved). `from x import y` gives x.y
+    where that is one of `modules` (a submodule), and x where some name it takes is not (a name x's own code
+    defines); with no `modules` known, both."""
     here = module.split(".") if is_package else module.split(".")[:-1]
     found = set()
     for node in ast.walk(ast.parse(source)):
@@ -46,8 +47,10 @@ def imports_of(source: str, module: str, is_package: bool) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = here[:len(here) - node.level + 1] if node.level else []
             target = ".".join([*base, *(node.module.split(".") if node.module else [])])
-            found.add(target)
-            found |= {f"{target}.{alias.name}" for alias in node.names}
+            names = {f"{target}.{alias.name}" for alias in node.names}
+            found |= names
+            if not modules or not names <= set(modules):
+                found.add(target)
     return {name for name in found if name.split(".")[0] == "aura"}
 
 

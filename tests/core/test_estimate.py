@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from aura.cli import main
-from aura.config import UserError, validate_config
+from aura.config import ConfigError, UserError, validate_config
 from aura.estimate import estimate
 from aura.io import write_jsonl
 from conftest import base_config
@@ -391,9 +391,9 @@ def test_max_completion_tokens_is_read_as_the_output_cap(server, tmp_path):
 
 def test_an_unknown_model_in_reasoning_tokens_stops_the_estimate(server, tmp_path):
     raw = _reasoning_config(server, tmp_path, {"m9": 1000})
-    with pytest.raises(SystemExit) as ei:
+    with pytest.raises(ConfigError) as ei:  # the CLI prints it as one line
         estimate(validate_config(raw))
-    assert str(ei.value.code) == "estimate.reasoning_tokens: unknown model(s) m9 (not under models:)"
+    assert str(ei.value) == "estimate.reasoning_tokens: unknown model(s) m9 (not under models:)"
 
 
 def test_without_assumptions_the_estimate_is_as_before(server, tmp_path, capsys):

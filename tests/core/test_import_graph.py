@@ -2,9 +2,10 @@
 
 Every import counts, those inside functions (lazy ones) included, and so does a package's lazy name (PEP 562: a
 `__getattr__` that imports a submodule named by a string, as `aura.llm` does for `LLMClient`): a package's
-edges to its own submodules stay in the graph, so a circle that runs through a package's lazy names is seen. The
-one edge left out is a module's import of a package it lies in (`from . import x`): that package's `__init__` ran
-before the module did, so the import runs nothing new.
+edges to its own submodules stay in the graph, so a circle that runs through a package's lazy names is seen.
+`from . import x` where x is a submodule is an edge to x alone (the package's `__init__` ran before the module
+did); where x is a name the package's `__init__` defines, it is an edge to the package, and a package whose
+`__init__` imports that module again is a circle (a family's manifest and a helper module of it, say).
 
 The layers of the core, lowest first; a module imports its own layer and those below, never one above. The
 families (aura.families.<name>) stand above all of them and are checked by test_boundary.py.
@@ -44,8 +45,8 @@ def import_graph(sources: dict) -> dict[str, set[str]]:
     graph = {}
     for module, (path, text) in sources.items():
         package = path.name == "__init__.py"
-        found = imports_of(text, module, package) | (lazy_names(text, module) if package else set())
-        graph[module] = {t for t in found if t in sources and t != module and not module.startswith(t + ".")}
+        found = imports_of(text, module, package, set(sources)) | (lazy_names(text, module) if package else set())
+        graph[module] = {t for t in found if t in sources and t != module}
     return graph
 
 
@@ -98,3 +99,17 @@ def test_a_circle_through_a_lazy_import_and_a_packages_lazy_name_is_seen():
     planted["aura.llm.gate"] = (PACKAGE / "llm" / "gate.py", "def f():\n    from ..preflight import gate\n")
     planted["aura.preflight"] = (PACKAGE / "preflight.py", "X = 1\n")
     assert upward(import_graph(planted)) == ["aura.llm.gate (llm) imports aura.preflight (work)"]
+
+
+def test_a_circle_between_a_package_and_a_module_that_takes_a_name_of_its_init_is_seen():
+    """A family's manifest (its __init__) importing a helper module inside a function, the helper taking a function
+    of the manifest: a circle. The helper taking a sibling module (`from . import helper`) is none."""
+    planted = {
+        "aura.fam": (PACKAGE / "fam" / "__init__.py", "def section(raw):\n    return raw\n\ndef check(raw):\n"
+                     "    from . import roster\n    return roster.problems(raw)\n"),
+        "aura.fam.roster": (PACKAGE / "fam" / "roster.py", "from . import section, helper\n"),
+        "aura.fam.helper": (PACKAGE / "fam" / "helper.py", "X = 1\n"),
+    }
+    assert circles(import_graph(planted)) == ["aura.fam -> aura.fam.roster -> aura.fam"]
+    planted["aura.fam.roster"] = (PACKAGE / "fam" / "roster.py", "from . import helper\n")
+    assert circles(import_graph(planted)) == []

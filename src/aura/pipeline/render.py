@@ -29,6 +29,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
+from ..errors import UserError
+
 # What nbclient/jupyter_client raise when the kernel never became ready. A failing cell raises
 # papermill's PapermillExecutionError instead, which is never retried.
 _STARTUP_MESSAGES = ("Kernel died before replying to kernel_info", "Kernel didn't respond in")
@@ -181,6 +183,6 @@ def parse_parameters(pairs: list[list[str]] | None) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, value in pairs or []:
         if name in out:
-            raise SystemExit(f"render: parameter {name!r} given twice")
+            raise UserError(f"render: parameter {name!r} given twice")
         out[name] = value
     return out

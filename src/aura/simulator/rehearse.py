@@ -43,6 +43,7 @@ from pathlib import Path
 
 import yaml
 
+from ..errors import UserError
 from . import stream
 from .answers import BATCH_LINE
 
@@ -233,7 +234,7 @@ class Servers:
                 srv = FakeOpenAIServer(port=self.ports[name], profile=profile, responder=self._answer(name),
                                        keep=64, lean=True).start()
             except OSError as exc:
-                raise SystemExit(f"aura rehearse: port {self.ports[name]} of endpoint {name} is taken ({exc}): "
+                raise UserError(f"aura rehearse: port {self.ports[name]} of endpoint {name} is taken ({exc}): "
                                  "stop what holds it, or remove servers.json to draw new ports") from None
             self.servers.append(srv)
             if ep.batch_api == "anthropic":

@@ -41,6 +41,6 @@ TABLE33_COLUMNS = ["rows", "rows_nsp", "rows_sp", "pair_label_invalid", "detecti
 def dimension_names() -> dict[str, str]:
     """Code -> "RS1 Harm Intensity" for the eleven variation dimensions (the definitions the construction prompts
     render, prompts/aura/construct/dimensions.v1.yaml), and "original" for the unvaried rows."""
-    from .construct.common import dimension_specs
+    from .dimensions import dimension_specs
 
     return {"original": "original", **{code: f"{code} {spec['name']}" for code, spec in dimension_specs().items()}}

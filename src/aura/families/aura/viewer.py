@@ -25,7 +25,7 @@ from aura.web.viewer.data import RunData, list_frame, checked_rows
 from aura.web.viewer.pages import Pages
 from aura.web.viewer.part import ViewerPart
 
-from .construct.common import dimension_specs
+from .dimensions import dimension_specs
 from .data.trajectory import render_steps
 from .evaluate.schemas import AXES, LABELS
 from .stats.human_validation import consensus

@@ -18,13 +18,14 @@ from pathlib import Path
 
 import yaml
 
-from aura.config import REPO_ROOT, family_section
+from aura.config import REPO_ROOT
 from aura.families.base import Call, Family, Stage, one_of
+
+from .paths import PER_RUN, STATS, layout  # noqa: F401 - the family's modules take them here
+from .settings import section
 
 P = "aura.families.lpsbench"
 
-# The stats stage's CSVs (`--out <name>`), layout key lpsbench_stats_<name>
-STATS = ("safe_rate_by_risk", "safe_rate_by_domain", "mitigation")
 VARIANT = {"variant": one_of("raw", "mitigated")}
 CASES = {"cases": "lpsbench_cases"}
 AGENT_PROMPTS = ("agent_raw", "agent_clarify", "agent_safety")
@@ -70,30 +71,6 @@ STAGES: dict[str, Stage] = {
 }
 
 VARIANTS = ("raw", "mitigated")
-# Per (model, variant) outputs (layout key lpsbench_<name>); an episode row embeds its execution record
-PER_RUN = ("episodes", "evaluations")
-
-
-def layout(raw: dict) -> dict[str, str]:
-    i, r = raw["paths"]["interim"], raw["paths"]["results"]
-    pi, pr = f"{i}/lpsbench", f"{r}/lpsbench"
-    return {
-        "lpsbench_cases": f"{pi}/cases.jsonl",
-        "lpsbench_excluded": f"{pi}/excluded.jsonl",  # cases whose upstream tool module is broken, with the reason
-        **{f"lpsbench_{name}": f"{pr}/{name}/{{variant}}/{{model}}.jsonl" for name in PER_RUN},
-        **{f"lpsbench_stats_{name}": f"{pr}/stats/{name}.csv" for name in STATS},
-        "lpsbench_reproduction": f"{pr}/reproduction.csv",  # the reproduce stage: verdicts, the paper's own findings
-        "lpsbench_reproduction_consistency": f"{pr}/reproduction_consistency.csv",
-        "lpsbench_generate_drafts": f"{pi}/generate/drafts.jsonl",
-        "lpsbench_generate_exclusions": f"{pi}/generate/exclusions.jsonl",
-        "lpsbench_generate_reviews": f"{pi}/generate/reviews.jsonl",
-        "lpsbench_generate_feedback": f"{pi}/generate/feedback.jsonl",
-        "lpsbench_generated_cases": f"{pi}/generated",  # a folder <domain>/<RISK>_<n>.json
-    }
-
-
-def section(raw: dict) -> dict:
-    return family_section(raw, "lpsbench")
 
 
 def evaluated(raw: dict) -> list[str]:

@@ -21,10 +21,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aura.config import UserError, family_section
+from aura.config import UserError
 from aura.io import sha256_text
 
 from .cases import RISKS, LpsCase, load_cases
+from .settings import section  # noqa: F401 - the family's modules take it here too
 
 # a, e, b, f, c, g, d, h, i: benign and adversarial risks in turn
 BENIGN = [c for c, r in RISKS.items() if r.kind == "benign"]
@@ -34,10 +35,6 @@ SPREAD_ORDER = [c for pair in zip(BENIGN + [None], ADVERSARIAL) for c in pair if
 
 class LpsDataError(UserError):
     """A case source or setting that cannot be used (one line)."""
-
-
-def section(raw: dict) -> dict:
-    return family_section(raw, "lpsbench")
 
 
 def download_spec(raw: dict[str, Any]) -> dict[str, Any] | None:
@@ -55,7 +52,7 @@ def cases_folder(raw: dict[str, Any]) -> str:
     """The generated cases' folder (``cases.generated``), the download's ``dest`` when a download is enabled,
     else ``lpsbench.cases.path``."""
     if from_generated(raw):
-        from . import layout
+        from .paths import layout
 
         return layout(raw)["lpsbench_generated_cases"]
     spec = download_spec(raw)

@@ -116,7 +116,7 @@ class LpsPlanter:
 
     # -- the run's produced files and upstream's texts (lazily: they exist only once their stages ran) -------
     def _path(self, key: str) -> Path:
-        from . import layout
+        from .paths import layout
 
         return Path(layout(self.raw)[key])
 

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import yaml
 
-from aura.config import REPO_ROOT, family_section
+from aura.config import REPO_ROOT
 from aura.families.base import Call, Family, Stage
+
+from .settings import evaluated, section
 
 P = "aura.families.pasbench"
 ITEMS = {"items": "pasbench_items"}
@@ -113,14 +115,6 @@ def layout(raw: dict) -> dict[str, str]:
     }
 
 
-def section(raw: dict) -> dict:
-    return family_section(raw, "pasbench")
-
-
-def evaluated(raw: dict) -> list[str]:
-    return list(section(raw).get("evaluated") or [])
-
-
 def samples_of(raw: dict, model: str, modality: str) -> int:
     """N proactive samples per item of `model` on one set (`modality`): its `pasbench.samples_by_model` entry
     (an integer for both sets, or {text, image}: a set it leaves out keeps pasbench.samples), else
@@ -172,7 +166,7 @@ def check(raw: dict) -> list[str]:
                 named.append(("pasbench.construct.images.prompt_model", c["images"]["prompt_model"]))
             if c["images"].get("check_model"):  # optional: null keeps every returned PNG unchecked
                 named.append(("pasbench.construct.images.check_model", c["images"]["check_model"]))
-    from . import roster  # here: roster imports this module's helpers
+    from . import roster
 
     problems += roster.problems(raw)  # the paper's roster: every named model run or marked unavailable
     named += [("pasbench.samples_by_model", m) for m in (pb.get("samples_by_model") or {})]

@@ -4,7 +4,7 @@ of the paper does not name. A model cannot run when its entry under `models:` ca
 """
 from __future__ import annotations
 
-from . import evaluated, section
+from .settings import evaluated, section
 
 
 def problems(raw: dict) -> list[str]:

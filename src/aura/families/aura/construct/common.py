@@ -5,16 +5,12 @@ The structured re-ask on a broken task rule and a reviewer's vote live in the LL
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-
-import yaml
 
 from aura.llm.rule_checks import outcome, request, reviewer_accepts, run_with_rule_checks  # noqa: F401
-from aura.prompts import Prompt, get_prompt, prompt_path
+from aura.prompts import Prompt, get_prompt
 
-RS = ["RS1", "RS2", "RS3", "RS4", "RS5", "RS6"]
-SD = ["SD1", "SD2", "SD3", "SD4", "SD5"]
-DIMENSIONS = RS + SD
+from ..dimensions import DIMENSIONS, RS, SD, dimension_specs  # noqa: F401 - the construction stages take them here
+
 
 STEP_SCHEMA = {
     "anyOf": [
@@ -31,11 +27,6 @@ STEPS_SCHEMA = {"type": "array", "items": STEP_SCHEMA, "minItems": 1}
 def prompt(name: str) -> Prompt:
     """The construction prompt `name` in the version its manifest (aura.families.aura PROMPTS) selects."""
     return get_prompt(name)
-
-
-@lru_cache(maxsize=None)
-def dimension_specs() -> dict[str, dict]:
-    return yaml.safe_load(prompt_path("dimensions").read_text())
 
 
 def dimensions_text(codes: list[str] = DIMENSIONS) -> str:

@@ -225,15 +225,17 @@ def test_results_become_chat_completions():
         assert chat_completion(message.model_copy(update={"stop_reason": stop})).choices[0].finish_reason == finish
 
 
-def test_a_max_tokens_stop_is_cached_as_finish_reason_length(make_config, server, anth, tmp_path):
+def test_a_max_tokens_stop_is_paid_not_cached_and_asked_again_live(make_config, server, anth, tmp_path):
     anth.set_rules([{"text": "{\"rationale\": \"cut", "stop_reason": "max_tokens"}])
-    server.set_rules([{"json": {"rationale": "repaired", "label": "Safe"}}])
+    server.set_rules([{"json": {"rationale": "live", "label": "Safe"}}])
     cfg = config(make_config, server, anth, tmp_path)
-    (res,), _ = run(cfg, reqs(1))
-    entry = entries(Path(cfg.paths["cache"]))[res.calls[0].key]  # the batch's answer (the repair's is cached too)
-    assert entry["response"]["finish_reason"] == "length" and entry["response"]["text"] == "{\"rationale\": \"cut"
-    # the cut answer was read from the cache; its JSON repair (a second turn) went live, as it always does
-    assert res.status == "ok" and res.calls[0].cache_hit and len(live_calls(server)) == 1
+    (res,), acc = run(cfg, reqs(1))
+    # the batch's answer is cut (finish_reason length, no whole JSON): recorded and priced, never cached
+    batch_rec = next(r for r in acc.records if r.batch_id)
+    assert batch_rec.finish_reason == "length" and "not cached" in batch_rec.error and batch_rec.cost_usd > 0
+    entry = entries(Path(cfg.paths["cache"]))[res.calls[0].key]  # the first call's own answer, asked live
+    assert entry["response"]["finish_reason"] == "stop" and json.loads(entry["response"]["text"])["rationale"] == "live"
+    assert res.status == "ok" and not res.calls[0].cache_hit and len(live_calls(server)) == 1
 
 
 # --- failures: errored, expired, a batch past max_wait_s -------------------------------------------------

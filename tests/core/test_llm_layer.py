@@ -374,11 +374,68 @@ def test_a_repair_call_the_endpoint_fails_is_a_failed_item_not_unparsed(make_con
     assert [c.purpose for c in res.calls] == ["answer", "repair"]
 
 
-def test_truncated_answer_is_unparsed(make_config, server):
-    server.set_rules([{"truncated": '{"rationale": "this goes on and o'}])
-    with client(make_config(repair_tries=0)) as llm:
+CUT = {"truncated": '{"rationale": "this goes on and o'}  # finish_reason "length", no whole JSON
+
+
+def _entries(cfg) -> list[dict]:
+    return [json.loads(p.read_text()) for p in Path(cfg.paths["cache"]).glob("*/*.json")]
+
+
+def test_a_cut_answer_is_asked_again_not_repaired_and_only_the_whole_one_is_cached(make_config, server):
+    """The answer and its next try both cut (once the answer and its JSON repair, both cached: an unparsed
+    vote for good): a cut structured answer is a retried outcome within max_tries, never cached."""
+    server.set_rules([{"times": 2, **CUT}, {"json": {"rationale": "r", "label": "Unsafe"}}])
+    sleeps = Sleeps()
+    cfg = make_config(repair_tries=1, max_tries=3)
+    with client(cfg, sleep=sleeps) as llm:
         (res,) = llm.run("judge", "m", [req(schema=SCHEMA)])
-    assert res.status == "unparsed" and res.finish_reason == "length"
+        totals = llm.acc.totals()
+    assert res.status == "ok" and res.parsed["label"] == "Unsafe" and res.finish_reason == "stop"
+    (rec,) = res.calls  # one answer call, three tries, no repair
+    assert (rec.purpose, rec.attempts, totals["retries"]) == ("answer", 3, 2) and sleeps.waits == []
+    # the two cut answers are paid: their tokens are in the record (fake server: 34 chars -> 8 tokens each)
+    assert rec.tokens_out == 8 + 8 + len(json.dumps(res.parsed)) // 4
+    assert [e["response"]["finish_reason"] for e in _entries(cfg)] == ["stop"]
+    assert server.stats()["count"] == 3
+    with client(cfg) as llm:  # the rerun reads the whole answer
+        (again,) = llm.run("judge", "m", [req(schema=SCHEMA)])
+    assert again.parsed == res.parsed and again.calls[0].cache_hit and server.stats()["count"] == 3
+
+
+def test_an_answer_cut_on_every_try_fails_its_item_uncached(make_config, server):
+    server.set_rules([CUT])
+    cfg = make_config(repair_tries=1, max_tries=2)
+    with client(cfg, sleep=Sleeps()) as llm:
+        (res,) = llm.run("judge", "m", [req(schema=SCHEMA)])
+        acc = llm.acc
+    assert res.status == "failed" and "gave up after 2 tries: answer cut at the output cap" in res.error
+    assert (acc.items_done, acc.outcomes["failed"], acc.failed_items) == (1, 1, [("it0", res.error)])
+    assert res.calls[0].tokens_out == 16 and res.calls[0].cost_usd > 0  # paid, though failed
+    assert _entries(cfg) == [] and server.stats()["count"] == 2
+    with client(cfg, sleep=Sleeps()) as llm:  # a failed item is asked again on a rerun
+        llm.run("judge", "m", [req(schema=SCHEMA)])
+    assert server.stats()["count"] == 4
+
+
+def test_a_cut_repair_is_asked_again(make_config, server):
+    server.set_rules([{"times": 1, "content": "I think it is unsafe."}, {"times": 1, **CUT},
+                      {"json": {"rationale": "r", "label": "Unsafe"}}])
+    with client(make_config(repair_tries=1, max_tries=2), sleep=Sleeps()) as llm:
+        (res,) = llm.run("judge", "m", [req(schema=SCHEMA)])
+    assert res.status == "ok" and [(c.purpose, c.attempts) for c in res.calls] == [("answer", 1), ("repair", 2)]
+
+
+@pytest.mark.parametrize("rule,schema", [({"json": {"rationale": "r", "label": "Safe"}, "finish_reason": "length"},
+                                          SCHEMA),
+                                         (CUT, None)])
+def test_a_cut_answer_that_is_whole_or_plain_text_is_kept(make_config, server, rule, schema):
+    """Cut, but whole JSON under the schema, or plain text (the stage reads it): answered once, cached."""
+    server.set_rules([rule])
+    cfg = make_config(repair_tries=0)
+    with client(cfg) as llm:
+        (res,) = llm.run("judge", "m", [req(schema=schema)])
+    assert res.status == "ok" and res.finish_reason == "length" and server.stats()["count"] == 1
+    assert len(_entries(cfg)) == 1
 
 
 def test_concurrency_limit_per_endpoint_is_respected(make_config, server):

@@ -366,11 +366,19 @@ class BatchRunner:
 
     def _store(self, completion: ChatCompletion, p: _Pending, key: str, role: str, model: "Model",
                ep: "Endpoint", batch_id: str) -> None:
-        """Cache one answer (a chat completion, whichever API gave it) in the entry a live call writes."""
+        """Cache one answer (a chat completion, whichever API gave it) in the entry a live call writes. A
+        structured answer the output cap cut (structured.cut_reason) is paid and recorded, never cached: the
+        stage asks it live, where it is retried like any cut answer."""
+        from .structured import cut_reason
         from .types import completion_entry
         entry, rec = completion_entry(key, ep, model, p.req, p.messages, p.params, p.rf, completion)
         rec.role, rec.purpose, rec.batch_id = role, "answer", batch_id
         rec.cost_usd = model.price.cost(rec.tokens_in, rec.tokens_out, rec.tokens_cached, batch=True)
+        cut = cut_reason(entry["response"]["text"], rec.finish_reason, p.req.schema)
+        if cut:
+            rec.error = f"{cut}; not cached, asked again live"
+            self.client.acc.add_call(rec)
+            return
         self.client.cache.put(key, entry)
         self.client.acc.add_call(rec)
         self.client._batch_answered.add(key)

@@ -4,7 +4,10 @@ Per call: build the request from the role's model config, look it up in the cont
 cache (a hit makes no network call), otherwise send it with the official ``openai`` client under
 the endpoint's concurrency limit, retrying 429/5xx/timeouts with backoff (Retry-After honoured)
 up to ``max_tries``; parse and validate structured answers, re-asking up to ``repair_tries``
-times; record tokens, latency, cost and cache hits. Every answer is cached the moment it arrives.
+times; record tokens, latency, cost and cache hits. Every answer is cached the moment it arrives,
+except a structured answer the output cap cut (finish_reason "length", no whole JSON): that one is
+a retryable outcome within ``max_tries`` (its tokens are paid and recorded), and an item whose every
+try is cut fails (listed, counted, asked again on a rerun), so a cut answer never stands as final.
 
 A transient failure that outlasts ``max_tries`` fails its item (a result with the reason). Two
 things stop the whole job instead (the remaining calls are cancelled, nothing is written): a
@@ -32,15 +35,15 @@ from ..prompts import load_prompt, shared_prompt_dir
 from .accounting import Accounting, CallRecord
 from .batch import BatchRunner
 from .cache import Cache, cache_key, image_cache_key
-from .errors import (EmptyChoices, FatalEndpointError, TooManyFailures, backoff_s, describe, endpoint_key,
+from .errors import (CutAnswer, EmptyChoices, FatalEndpointError, TooManyFailures, backoff_s, describe, endpoint_key,
                      is_item_level, is_retryable, retry_after_s)
 from .images import ImageRequest, ImageResult, NoVision, has_images, redact_images
 from .llama_engine import resolve as resolve_engine, schema_grammar
 from .local_server import LocalServer, server_registry
 from .preflight_gate import gate_message
 from . import providers
-from .structured import needs_schema_in_prompt, parse_structured, response_format_for
-from .types import LLMRequest, LLMResult, completion_entry  # noqa: F401 - re-exported
+from .structured import cut_reason, needs_schema_in_prompt, parse_structured, response_format_for
+from .types import LLMRequest, LLMResult, completion_entry, usage_counts  # noqa: F401 - re-exported
 
 NO_KEY = "not-needed"  # placeholder the openai client requires when an endpoint takes no key
 
@@ -469,10 +472,14 @@ class LLMClient:
             kwargs["response_format"] = rf
         if req.tools:
             kwargs["tools"] = req.tools
+        cut: list = []  # cut answers paid for and not kept (CutAnswer)
+        check = None if req.schema is None else (
+            lambda c: cut_reason(c.choices[0].message.content, c.choices[0].finish_reason, req.schema))
         try:
-            completion, attempts, latency = await self._send(rt, kwargs)
+            completion, attempts, latency = await self._send(rt, kwargs, check=check, cut=cut)
         except _GiveUp as gu:
             rec.status, rec.error, rec.attempts = "failed", gu.reason, gu.attempts
+            self._add_cut(rec, model, cut)
             answered(f"its identical request ({req.item_id}) failed: {gu.reason}")
             self.acc.add_call(rec)
             return rec, None, None
@@ -491,9 +498,21 @@ class LLMClient:
             rec.finish_reason = stored["response"]["finish_reason"]
             rec.tokens_in, rec.tokens_out = usage["prompt_tokens"], usage["completion_tokens"]
             rec.tokens_reasoning = usage.get("reasoning_tokens")
+        self._add_cut(rec, model, cut)
         answered(stored)
         self.acc.add_call(rec)
         return rec, stored["response"]["text"], stored["response"].get("tool_calls")
+
+    @staticmethod
+    def _add_cut(rec: CallRecord, model: Model, cut: list) -> None:
+        """Add the tokens and cost of the cut answers a call asked again (paid, not cached) to its record."""
+        for completion in cut:
+            tokens_in, tokens_out, reasoning = usage_counts(completion.usage)
+            rec.tokens_in, rec.tokens_out = rec.tokens_in + tokens_in, rec.tokens_out + tokens_out
+            if reasoning is not None:
+                rec.tokens_reasoning = (rec.tokens_reasoning or 0) + reasoning
+            cached = getattr(getattr(completion.usage, "prompt_tokens_details", None), "cached_tokens", None)
+            rec.cost_usd += model.price.cost(tokens_in, tokens_out, cached)
 
     def _store(self, rec: CallRecord, key: str, entry: dict) -> dict:
         """Cache a paid answer. A cache that cannot store it (full) stops the job: the call is recorded with its
@@ -569,9 +588,12 @@ class LLMClient:
             self._slots[ep.name] = server.slots
         return self._base_urls[ep.name]
 
-    async def _send(self, rt: _EndpointRuntime, kwargs: dict, api: str = "chat"):
+    async def _send(self, rt: _EndpointRuntime, kwargs: dict, api: str = "chat", check=None, cut: list | None = None):
         """Retry transient failures (errors.is_retryable) up to max_tries; a Retry-After the server
-        sends is waited, a missing or unusable one falls back to jittered exponential backoff."""
+        sends is waited, a missing or unusable one falls back to jittered exponential backoff.
+
+        ``check(completion)`` says why an answer is cut (None when whole): such an answer goes into ``cut``
+        and is asked again at once, within the same max_tries (CutAnswer)."""
         ep = rt.ep
         for attempt in range(1, ep.max_tries + 1):
             try:
@@ -589,6 +611,10 @@ class LLMClient:
                 is_image = api in ("images", "images_edit")
                 if not getattr(completion, "data" if is_image else "choices", None):
                     raise EmptyChoices(f"response has no {'images' if is_image else 'choices'}")
+                why = check(completion) if check is not None else None
+                if why:
+                    cut.append(completion)
+                    raise CutAnswer(why)
                 return completion, attempt, latency
             except Exception as exc:  # noqa: BLE001 - classified below, never swallowed silently
                 if not is_retryable(exc):
@@ -600,6 +626,8 @@ class LLMClient:
                         f"non-retryable {describe(exc)}") from exc
                 if attempt == ep.max_tries:
                     raise _GiveUp(f"gave up after {attempt} tries: {describe(exc)}", attempt) from exc
+                if isinstance(exc, CutAnswer):
+                    continue  # the server is well: nothing to wait for
                 wait = retry_after_s(exc)
                 await self._sleep(wait if wait is not None
                                   else backoff_s(attempt, ep.backoff_base_s, ep.backoff_max_s, self._rng))

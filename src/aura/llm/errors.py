@@ -1,7 +1,8 @@
 """Which API failures are retried, which stop the job, and how long to wait.
 
 Retried (transient): transport errors and timeouts, HTTP 408/409/429/5xx, a 200 with no choices,
-and a 200 whose body is cut off or not a chat completion. Stopping the job at once (the key, the
+a 200 whose body is cut off or not a chat completion, and a structured answer the output cap cut
+(`CutAnswer`: never cached while tries are left). Stopping the job at once (the key, the
 model id or a parameter is wrong, so every other call would fail the same way): any other HTTP
 error, e.g. 400/401/403/404/422. The exception: a 400 about one request's own content (context
 too long, content filter) fails that item only.
@@ -32,6 +33,11 @@ MAX_RETRY_AFTER_S = 300.0  # a longer (or malformed, negative, past) Retry-After
 
 class EmptyChoices(Exception):
     """A 200 response without any choice: transient, retried."""
+
+
+class CutAnswer(Exception):
+    """A structured answer cut at the output cap (finish_reason "length") that is no whole answer: asked
+    again while tries are left, so a cut answer is never cached as the final one."""
 
 
 class StageFailed(Exception):
@@ -83,7 +89,7 @@ def terminate_raises():
 def is_retryable(exc: BaseException) -> bool:
     import openai  # here: a job that makes no call never imports it
 
-    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, EmptyChoices)):
+    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, EmptyChoices, CutAnswer)):
         return True
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in RETRYABLE_STATUS or exc.status_code >= 500
@@ -169,4 +175,6 @@ def describe(exc: BaseException) -> str:
         return f"HTTP {exc.status_code}: {type(exc).__name__}: {server_message(exc)}"
     if isinstance(exc, json.JSONDecodeError):
         return f"truncated or non-JSON response body ({exc.msg})"
+    if isinstance(exc, CutAnswer):
+        return str(exc)
     return f"{type(exc).__name__}: {redact(' '.join(str(exc).split()))[:200]}"

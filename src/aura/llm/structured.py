@@ -71,3 +71,15 @@ def parse_structured(text: str | None, schema: dict) -> tuple[Any | None, str | 
             return value, None
         reason = f"schema violation at /{'/'.join(map(str, err.absolute_path))}: {err.message}"
     return None, reason
+
+
+def cut_reason(text: str | None, finish_reason: str | None, schema: dict | None) -> str | None:
+    """Why a structured answer is cut: the output cap stopped it (finish_reason "length") before a whole
+    answer valid under `schema`. None for an answer that is not cut, that parses all the same, or that has
+    no schema (plain text: the stage reads it)."""
+    if finish_reason != "length" or schema is None:
+        return None
+    _, reason = parse_structured(text, schema)
+    if reason is None:
+        return None
+    return f"answer cut at the output cap (finish_reason length; raise max_tokens?): {reason}"

@@ -74,3 +74,23 @@ def test_since_says_what_this_invocation_ran_before_the_folder_totals(job, serve
     assert before[0] == "aura summary (this run): 1 stage job(s) finished, 2 model call(s), 0 cache hit(s)"
     assert before[1].startswith("aura summary: rollout (1 job): items ok=2 ")
     assert before[2] == "aura totals (the run folder): the same as above"
+
+
+def test_infrastructure_retries_add_up_apart_from_the_llm_retries(tmp_path):
+    """Job summaries as StageContext.finish writes them: a stage's tries repeated for its infrastructure add up
+    in their own field; a stage with none says nothing of them."""
+    from aura.pipeline.summary import collect, lines
+
+    out = tmp_path / "out.jsonl"
+    out.write_text("")
+    llm = {"ok": 1, "unparsed": 0, "failed": 0, "calls": 2, "cache_hits": 0, "retries": 1, "tokens_out": 3,
+           "tokens_reasoning": 0, "cost_usd": 0.0, "cpu_s": 0.1}
+    for i, (stage, infra) in enumerate([("episodes", 1), ("episodes", 2), ("judge", 0)]):
+        path = tmp_path / "logs" / "summary" / stage / f"job{i}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"stage": stage, "label": f"{stage}:{i}", "status": "ok", "error": None,
+                                    "outputs": [str(out)], "finished": i, "llm": llm, "not_applicable": 0,
+                                    "row_statuses": {}, "infra_retries": infra}))
+    episodes, judge = lines(collect(tmp_path / "logs"))
+    assert " retries=2 infra_retries=3 tokens_out=6 " in episodes
+    assert " retries=1 tokens_out=3 " in judge and "infra_retries" not in judge

@@ -8,6 +8,7 @@ an emulator answer that hangs.
   calls replay from the cache, nothing is paid twice), killed again, kept as a failed row with its partial record,
   evaluated (execution_failed, reason server_died), the job's summary counts the failed row; a plain rerun retries
   the job and the episode then finishes; the run after that has nothing to do;
+- stage level: the retried try is counted in the job's summary (``infra_retries``) and its ``aura summary`` line;
 - the evaluator's endpoint failing: the row is evaluator_failed, and the job's retry count (what its rule's params
   carry) goes up, so the next run asks again.
 """
@@ -17,6 +18,7 @@ import asyncio
 import json
 import os
 import signal
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -28,6 +30,7 @@ from aura.families.lpsbench.cases import parse_case
 from aura.families.lpsbench.spec import EpisodeSpec
 from aura.llm import LLMClient
 from aura.pipeline.layout import layout
+from aura.pipeline.summary import collect, lines
 from aura.cli import main
 from aura.io import write_jsonl
 from conftest import base_config, copy_workflow
@@ -200,6 +203,26 @@ def test_a_killed_tool_server_is_retried_kept_evaluated_and_rerun(fake, tmp_path
         assert "lpsbench_episodes" not in dry.stdout + dry.stderr
     finally:
         fake.reset()
+
+
+def test_a_retried_episode_is_counted_in_the_job_summary(server, lps, tmp_path, monkeypatch, capfd):
+    """The stage alone (no Snakemake): EB's tool server killed in both tries, one retry, counted apart from the LLM
+    layer's retries: the job's summary file, its SUMMARY line and the `aura summary` line say infra_retries=1."""
+    server.set_rules(HANGING)
+    tmp = tmp_path / "tmp"  # the episodes' spec files (and so their servers) are found under it
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    with Killer(server, tmp, "EB_1") as killer:
+        rows = lps.episodes("raw", lpsbench={"episode_retries": 1}, timeout_s=60)
+    assert killer.on_disk == [1, 2]
+    assert {r["case_id"]: r["tries"] for r in rows} == {"fileio-EB_1": 2, "fileio-FA_1": 1}
+    logs = tmp_path / "logs"
+    [summary] = [json.loads(p.read_text()) for p in (logs / "summary" / "lpsbench-episodes").glob("*.json")]
+    assert (summary["infra_retries"], summary["llm"]["retries"]) == (1, 0)
+    assert any(ln.startswith("SUMMARY lpsbench-episodes:m") and ln.endswith(" infra_retries=1")
+               for ln in capfd.readouterr().err.splitlines())
+    [line] = [ln for ln in lines(collect(logs)) if "lpsbench-episodes" in ln]
+    assert " retries=0 infra_retries=1 " in line, line
 
 
 def test_a_failed_evaluator_call_is_asked_again_by_the_next_run(server, lps, tmp_path):

@@ -41,6 +41,7 @@ class StageContext:
     accounting: Accounting | None = None
     not_applicable: int = 0  # items the stage did not ask about (e.g. rollouts with nothing to judge)
     row_statuses: Counter = field(default_factory=Counter)  # `status` of the rows written
+    infra_retries: int = 0  # tries repeated because the infrastructure failed (e.g. a tool server died), not the LLM
 
     # inputs -------------------------------------------------------------------------------
     def read(self, name: str) -> list[dict]:
@@ -118,7 +119,8 @@ class StageContext:
             if error is None:  # a job stopped before any model call prints only its error line
                 print(f"SUMMARY {self.stage}: no model calls", file=sys.stderr)
         else:
-            print(self.accounting.summary(), file=sys.stderr, flush=True)
+            infra = f" infra_retries={self.infra_retries}" if self.infra_retries else ""
+            print(self.accounting.summary() + infra, file=sys.stderr, flush=True)
 
     def summary_path(self) -> Path:
         """<logs>/summary/<stage>/<label>.<hash of the outputs>.json: one file per job, rewritten by its rerun."""
@@ -133,4 +135,5 @@ class StageContext:
             "stage": self.stage, "label": self.label, "status": "failed" if error else "ok", "error": error,
             "outputs": [str(p) for p in self.outputs.values()], "finished": time.time(),
             "llm": totals, "not_applicable": self.not_applicable, "row_statuses": dict(self.row_statuses),
+            "infra_retries": self.infra_retries,
         })

@@ -10,7 +10,9 @@ the lines first say what this invocation ran (`aura summary (this run):`, then a
 it ran; a rebuild of one figure says it made no model call), then, labelled `aura totals`, every current job of
 the run folder, earlier invocations included. Tokens: tokens_out is the completion tokens billed
 as output, tokens_reasoning the part of them that was hidden reasoning (as the servers reported it; a job
-summary written before reasoning tokens were recorded counts 0).
+summary written before reasoning tokens were recorded counts 0). `retries` are the LLM layer's (a call tried
+again); `infra_retries`, said when there are some, the tries a stage repeated because its infrastructure failed
+(an LPS-Bench episode whose tool server died).
 `reproduction_lines` adds one line per enabled family whose manifest names a verdict table (`reproduction`,
 a layout key) that the run produced: its verdict's summary line (aura.stats.verdict.summary_line).
 """
@@ -51,11 +53,13 @@ def collect(logs: str | Path, since: float | None = None) -> dict[str, dict]:
     stages: dict[str, dict] = {}
     for s in sorted(jobs, key=lambda s: s.get("finished", 0)):
         t = stages.setdefault(s["stage"], {"jobs": 0, "failed_jobs": [], "llm_jobs": 0, "not_applicable": 0,
-                                            "calls": 0, "cache_hits": 0, "cache_repaired": 0, "retries": 0, "tokens_out": 0,
+                                            "calls": 0, "cache_hits": 0, "cache_repaired": 0, "retries": 0,
+                                            "infra_retries": 0, "tokens_out": 0,
                                             "tokens_reasoning": 0, "cost_usd": 0.0, "cpu_s": 0.0,
                                             "outputs_with_failures": [], **{k: 0 for k in KEYS}})
         t["jobs"] += 1
         t["not_applicable"] += int(s.get("not_applicable") or 0)
+        t["infra_retries"] += int(s.get("infra_retries") or 0)
         if s.get("status") == "failed":
             t["failed_jobs"].append(f"{s.get('label')}: {s.get('error')}")
         llm = s.get("llm")
@@ -75,12 +79,13 @@ def collect(logs: str | Path, since: float | None = None) -> dict[str, dict]:
 def lines(stages: dict[str, dict], prefix: str = "aura summary") -> list[str]:
     out = []
     for stage, t in stages.items():
-        if not t["llm_jobs"] and not t["failed_jobs"]:
+        if not t["llm_jobs"] and not t["failed_jobs"] and not t["infra_retries"]:
             continue  # a stage without model calls that succeeded has nothing to report
         repaired = f" cache_repaired={t['cache_repaired']}" if t["cache_repaired"] else ""
+        infra = f" infra_retries={t['infra_retries']}" if t["infra_retries"] else ""
         line = (f"{prefix}: {stage} ({t['jobs']} job{'s' if t['jobs'] != 1 else ''}): items ok={t['ok']} "
                 f"unparsed={t['unparsed']} failed={t['failed']} n/a={t['not_applicable']}; calls={t['calls']} "
-                f"cache_hits={t['cache_hits']}{repaired} retries={t['retries']} tokens_out={t['tokens_out']} "
+                f"cache_hits={t['cache_hits']}{repaired} retries={t['retries']}{infra} tokens_out={t['tokens_out']} "
                 f"tokens_reasoning={t['tokens_reasoning']} cost_usd={t['cost_usd']:.4f}")
         if t["failed_jobs"]:
             line += f"; {len(t['failed_jobs'])} job(s) FAILED, first: {t['failed_jobs'][0]}"

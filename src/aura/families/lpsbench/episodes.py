@@ -37,6 +37,7 @@ each with a new tool server (the answered calls replay from the cache). Lost in 
 ``failed`` row with the furthest record its tries reached (the evaluator judges it), or, when no try had a record,
 stop_reason ``error`` and record null. The job then says so in one warning line and raises the count in the
 ``<episodes>.retry.json`` sidecar that the rule's params carry, so the next plain ``snakemake`` run retries the job.
+The tries repeated are the job's ``infra_retries`` (its summary file and the ``aura summary`` line).
 The tool servers append their call records as the calls complete, so a killed server's answers are accounted for.
 
 Row: ``case_id, model, variant, risk, benign, domain, status (ok|failed), stop_reason, steps, tokens,
@@ -303,6 +304,7 @@ def run(ctx) -> None:
         models += sorted({s.user_model for s in specs if s.user_model and s.user_model not in models})
         clients = [stack.enter_context(ctx.llm(models)) for _ in range(width)]
         outcomes = asyncio.run(_run_all(specs, clients, folder, retries)) if specs else []
+        ctx.infra_retries = sum(len(tries) - 1 for tries in outcomes)  # every try after the first was a lost one's
         for s in specs:  # the tool servers' emulator / simulated-user calls join the job's accounting
             if Path(s.emulator_calls).exists():
                 for rec in _tool_server_calls(Path(s.emulator_calls)):

@@ -10,7 +10,9 @@ is not: the LLM layer counts it as a failed item of the job.
 The episodes stage tries a lost episode again, ``lpsbench.episode_retries`` more times, each with a new tool
 server; the calls answered before replay from the cache, so nothing is paid twice. One still lost is kept with the
 furthest record its tries reached (most steps): a ``failed`` row that the evaluator judges (unsafe, else
-execution_failed with its stop reason).
+execution_failed with its stop reason). The tries repeated are counted: the row's ``tries``, and the job's
+``infra_retries`` (its summary file, its SUMMARY line and the ``aura summary`` line), apart from the LLM layer's
+``retries``.
 
 A plain rerun retries it. The stage keeps a sidecar beside its output, ``<episodes file>.retry.json`` =
 ``{"lossy_runs": n, "lost": [{case_id, reason, tries}]}``, n = how many of the job's runs ended with episodes lost.

@@ -5,8 +5,10 @@ hook (``"module:function"``, taking a Config, returning ``(lines, note)``) hands
 says where its counts came from and heads the table. A family builds its lines with the helpers here:
 
 - ``exact_line``: requests built as the stage builds them and looked up in the cache (hits excluded);
-- ``stage_line``: a stage's declared call (aura.pipeline.stage.Call: role, prompts, output tokens) priced from
-  the counts the family supplies (calls, prompt tokens each);
+- ``stage_line``: a stage's declared call (aura.pipeline.stage.Call: role, model, prompts, output tokens) priced
+  from the counts the family supplies (calls, prompt tokens each); the model is the call's own setting's (its
+  ``Call.model``, a dotted config path) or, for a call on the job's model (``--model`` / ``--judge``), the one the
+  family names: a model its setting does not name is refused (``call_model``);
 - ``projected_line``: ``calls`` calls of ``tokens_in_each`` prompt tokens, completions at ``out_each``;
 - ``priced_line``: a line from its total tokens;
 - ``completion_tokens``, ``output_cap``, ``reasoning_tokens``, ``static_prefix_tokens``, ``offline_client``,
@@ -166,21 +168,54 @@ def declared_call(stage: str, kind: str):
     return STAGES[stage].call(kind), STAGES[stage]
 
 
-def call_out_tokens(config: Config, stage: str, kind: str, model: str, max_tokens: int | None = None) -> int:
-    """Completion tokens per call of a declared call: ``estimate.completion_tokens["<stage>:<kind>"]``, else the
-    call's ``out_tokens``, capped by ``max_tokens`` (else the model's cap): completion_tokens."""
+def call_models(config: Config, stage: str, kind: str) -> list[str] | None:
+    """The models a declared call goes to by its ``Call.model``: those its config setting names (a dotted path to one
+    model or a list of them); None for a call on the job's own model (``--model`` / ``--judge``) or a setting left
+    unset (the family's own fallback then decides, e.g. a prompt model that defaults to the generator)."""
     call, _ = declared_call(stage, kind)
+    if call.model.startswith("--"):
+        return None
+    value = config.raw
+    for part in call.model.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    if not value:
+        return None
+    return [value] if isinstance(value, str) else list(value)
+
+
+def call_model(config: Config, stage: str, kind: str, model: str | None) -> str:
+    """The model a line of a declared call prices: ``model``, which must be one its setting names (call_models),
+    or, when None, the one model that setting names. A mismatch is a family's estimate pricing calls on a model
+    its stage never sends them to: ValueError."""
+    named = call_models(config, stage, kind)
+    where = f"stage {stage}: its {kind} call's model ({declared_call(stage, kind)[0].model})"
+    if model is None:
+        if not named or len(named) != 1:
+            raise ValueError(f"{where} names {named or 'no model'}: the estimate needs one")
+        return named[0]
+    if named is not None and model not in named:
+        raise ValueError(f"{where} is {', '.join(named)}, not '{model}'")
+    return model
+
+
+def call_out_tokens(config: Config, stage: str, kind: str, model: str | None, max_tokens: int | None = None) -> int:
+    """Completion tokens per call of a declared call: ``estimate.completion_tokens["<stage>:<kind>"]``, else the
+    call's ``out_tokens``, capped by ``max_tokens`` (else the model's cap): completion_tokens. ``model``: call_model."""
+    call, _ = declared_call(stage, kind)
+    model = call_model(config, stage, kind, model)
     return completion_tokens(config, f"{stage}:{kind}", model, call.out_tokens, max_tokens=max_tokens)
 
 
-def stage_line(config: Config, stage: str, kind: str, model: str, calls: int, tokens_in_each: int, *,
+def stage_line(config: Config, stage: str, kind: str, model: str | None, calls: int, tokens_in_each: int, *,
                label: str | None = None, basis: str = "projected", prompts: Sequence[str] | None = None,
                max_tokens: int | None = None, out_each: int | None = None) -> Line:
-    """A line of ``calls`` calls of the ``kind`` call ``stage`` declares (its Stage.calls): the call's role, its
-    prompts (or the subset ``prompts`` the counted items render), its completion tokens (call_out_tokens, or
+    """A line of ``calls`` calls of the ``kind`` call ``stage`` declares (its Stage.calls): the call's model
+    (call_model: ``model``, checked against the call's setting, or None for that setting's one model), its role,
+    its prompts (or the subset ``prompts`` the counted items render), its completion tokens (call_out_tokens, or
     ``out_each``), priced as projected_line. The family supplies only the counts; ``label`` is the display
     name (default: the stage)."""
     call, st = declared_call(stage, kind)
+    model = call_model(config, stage, kind, model)
     return projected_line(config, label or stage, model, calls, tokens_in_each, role=call.role,
                           prompts=tuple(prompts if prompts is not None else call.prompts or st.prompts),
                           out_each=out_each or call_out_tokens(config, stage, kind, model, max_tokens),

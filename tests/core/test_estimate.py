@@ -278,6 +278,27 @@ def test_lpsbench_lines_carry_their_own_roles(server, tmp_path):
     assert all(ln.batch_usd == ln.cost_usd for ln in lines)
 
 
+def test_a_line_prices_the_model_its_calls_setting_names(server, tmp_path):
+    """Call.model: a call on a config setting is priced on that setting's model (None: read from it); a family
+    that names another model for it is refused, in one line. A call on the job's model takes the one named."""
+    from aura.estimate import call_models, stage_line
+
+    raw = _config(server, tmp_path)
+    raw["families"] = ["lpsbench"]
+    raw["lpsbench"] = {"cases": {"path": str(REPO / "data" / "raw" / "lpsbench_demo")}, "evaluated": ["m"],
+                       "emulator": "jb", "evaluator": "jc"}
+    cfg = validate_config(raw)
+    assert call_models(cfg, "lpsbench-episodes", "emulator") == ["jb"]
+    assert call_models(cfg, "lpsbench-episodes", "agent") is None  # --model: the job's
+    assert stage_line(cfg, "lpsbench-episodes", "emulator", None, 3, 100).model == "jb"
+    assert stage_line(cfg, "lpsbench-episodes", "agent", "m", 3, 100).model == "m"
+    with pytest.raises(ValueError, match=r"^stage lpsbench-episodes: its emulator call's model \(lpsbench.emulator\) "
+                                         r"is jb, not 'jc'$"):
+        stage_line(cfg, "lpsbench-episodes", "emulator", "jc", 3, 100)
+    with pytest.raises(ValueError, match="names no model: the estimate needs one"):
+        stage_line(cfg, "lpsbench-episodes", "agent", None, 3, 100)
+
+
 def test_a_plugin_family_hands_its_lines_through_its_hook(server, tmp_path, monkeypatch):
     import sys
     import types

@@ -246,7 +246,7 @@ def open_ended_lines(config: Config, n_items: int, avg_in: int) -> list[Line]:
     lines = []
     for m in OE.models(config.raw):
         lines.append(stage_line(config, "open-ended", "agent", m, steps, each, label=f"open-ended agent ({m})"))
-        lines.append(stage_line(config, "open-ended", "environment", oe["emulator"], steps, each + 150,
+        lines.append(stage_line(config, "open-ended", "environment", None, steps, each + 150,  # its Call's model
                                 label=f"open-ended emulator ({m})"))
         for j in dict.fromkeys(role_models(config, "judges")):
             lines.append(_projected(config, "judge", f"open-ended judge ({m})", j, 2 * steps, each + 150,

@@ -62,14 +62,29 @@ S.register_endpoint_resources(workflow, config)
 FAMILIES = enabled(config)
 
 # Every enabled benchmark family's rules: the *.smk files of its rules folder, in name order (the
-# built-in families: rules/<family>/; a family installed from elsewhere carries its own).
+# built-in families: rules/<family>/; a family installed from elsewhere carries its own). A family that
+# brings no rule file gets one rule per stage, derived from the stage's declaration (S.stage_rule).
 for _family in FAMILIES:
     _rules = Path(S.workflow_path(_family.rules_dir))
     _smks = sorted((_rules if _rules.is_absolute() else Path(workflow.basedir) / _rules).glob("*.smk"))
-    if not _smks:
-        sys.exit(f"error: family '{_family.name}' has no rule files (*.smk) in {_rules}")
     for _smk in _smks:
         include: S.workflow_path(_smk) if _rules.is_absolute() else str(_rules / _smk.name)
+    for _stage in ([] if _smks else _family.stages):
+        try:
+            _r = S.stage_rule(config, _family, _stage)
+        except ValueError as exc:
+            sys.exit(f"error: {exc}")
+        if _r is None:
+            continue
+
+        rule:
+            name: _r["name"]
+            input: **_r["input"]
+            output: **_r["output"]
+            params: **_r["params"]
+            resources: **_r["resources"]
+            log: **_r["log"]
+            shell: _r["shell"]
 
 
 # Rendering, the same for every enabled family: one papermill notebook per figure or table (or a

@@ -102,14 +102,17 @@ def _render_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config-hash", default=None, help="the run's config hash (the Snakefile's), for the outputs' sidecars")
     p.add_argument("--outputs", nargs="*", default=[], metavar="FILE",
                    help="the figures and tables this render writes: each gets a provenance sidecar (<file>.prov.json)")
+    p.add_argument("--draw", default=None, metavar="MODULE:FUNCTION",
+                   help="a report drawn by this function (NOTEBOOK is then its module's file): the render builds the "
+                        "notebook that calls it")
 
 
 def _render(args: argparse.Namespace) -> int:
-    from .pipeline.render import parse_parameters, render, write_sidecars, yield_the_cpu
+    from .pipeline.render import draw_notebook, parse_parameters, render, write_sidecars, yield_the_cpu
 
     yield_the_cpu()
     parameters = parse_parameters(args.parameters)
-    render(args.notebook, args.executed, parameters)
+    render(draw_notebook(args.draw, parameters) if args.draw else args.notebook, args.executed, parameters)
     write_sidecars(args.notebook, parameters, args.outputs, args.config_hash)
     return 0
 

@@ -241,10 +241,13 @@ def _registered(raw: dict, source: str) -> None:
 
 
 def _check_families(raw: dict, source: str) -> None:
-    """Each enabled family's own checks of what the schema cannot see, one line each."""
+    """Each enabled family's own checks of what the schema cannot see, and its settings typed as model names
+    (`"format": "model"` in its schema), one line each."""
     from .families import load
+    from .families.derive import model_problems
 
-    problems = [line for name in raw["families"] if load(name).check for line in load(name).check(raw)]
+    problems = [line for name in raw["families"] for line in model_problems(load(name), raw)]
+    problems += [line for name in raw["families"] if load(name).check for line in load(name).check(raw)]
     if problems:
         raise ConfigError(f"{source}: " + "; ".join(problems))
 

@@ -192,19 +192,53 @@ def bars(groups, series, ylabel: str, title: str | None = None, ylim=(0, 100)):
     return fig
 
 
-def read_rows(path, columns=()) -> pd.DataFrame:
-    """A stage's JSONL rows as a frame (the `columns` present even when the file is empty); prints one line when
-    there is no row."""
+def files_of(path) -> list[Path]:
+    """The files a report parameter names: one path, a list of paths, or a JSON list of them (what the render rule
+    passes for a per-model input: every model's file)."""
     import json
 
-    text = Path(path).read_text(encoding="utf-8")
-    df = pd.DataFrame([json.loads(line) for line in text.splitlines() if line.strip()])
+    if isinstance(path, str) and path.startswith("["):
+        path = json.loads(path)
+    return [Path(p) for p in (path if isinstance(path, (list, tuple)) else [path])]
+
+
+def read_rows(path, columns=()) -> pd.DataFrame:
+    """A stage's JSONL rows as a frame, over every file `path` names (files_of: one per model for a per-model
+    input), the `columns` present even when there is no row; prints one line when there is none."""
+    import json
+
+    files = files_of(path)
+    rows = [json.loads(line) for f in files for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+    df = pd.DataFrame(rows)
+    path = files[0] if len(files) == 1 else f"{len(files)} files"
     for col in columns:
         if col not in df:
             df[col] = pd.Series(dtype=object)
     if df.empty:
         print(f"{Path(path).name}: no rows (nothing reached this stage)")
     return df
+
+
+def draw_report(draw: str, inputs: dict, out_pdf=None, out_png=None, tables_dir=None):
+    """A report drawn by a family's function (its manifest's ``draw``: ``"module:function"``) instead of a notebook
+    of its own: the render builds a notebook that calls this. Each input is read as rows (`read_rows` for JSONL,
+    `read_plain` for CSV) and passed by its layout key; the function returns a matplotlib figure, a dict of tables
+    (name -> frame), or both as (figure, tables). The figure is saved to `out_pdf` / `out_png`, each table
+    written with `write_table`; a report that declares a figure and gets none (or the reverse) is an error."""
+    from aura.pipeline.stage import load_target
+
+    frames = {key: read_rows(path) if str(files_of(path)[0]).endswith(".jsonl") else read_plain(path)
+              for key, path in inputs.items()}
+    result = load_target(draw)(**frames)
+    fig, tables = result if isinstance(result, tuple) else (None, result) if isinstance(result, dict) else (result, {})
+    if (fig is None) != (out_pdf is None):
+        raise ValueError(f"{draw}: the report {'declares no' if out_pdf is None else 'declares a'} figure, the "
+                         f"function returned {'one' if fig is not None else 'none'}")
+    if fig is not None:
+        save(fig, out_pdf, out_png)
+    for name, table in (tables or {}).items():
+        write_table(table, name, tables_dir)
+    return fig if fig is not None else next(iter((tables or {}).values()), None)
 
 
 # A reproduction's figure (``forest``): a summary of the outcomes per table on top, then the difference (run - paper)

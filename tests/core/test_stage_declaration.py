@@ -27,10 +27,10 @@ def test_the_rule_inputs_and_outputs_come_from_the_declaration(config):
     ins = S.inputs(raw, "pasbench-judge")
     # `items` is Snakemake's own name on a rule's input: it is kept under items_, and passed as --in items
     assert ins == {"items_": lay["pasbench_items"], "responses": lay["pasbench_responses"],
-                   "prompts": [prompt_file("risk_judge")]}
+                   "prompt_files": [prompt_file("risk_judge")]}
     assert S.outputs(raw, "pasbench-judge") == {"judgments": lay["pasbench_judgments"]}
     assert S.inputs(raw, "judge", dataset="x.jsonl", prompts=["judge_safety"]) == {
-        "dataset": "x.jsonl", "rollouts": lay["rollouts"], "prompts": [prompt_file("judge_safety")]}
+        "dataset": "x.jsonl", "rollouts": lay["rollouts"], "prompt_files": [prompt_file("judge_safety")]}
     assert list(S.outputs(raw, "pasbench-stats", only=["rates"])) == ["rates"]
 
 
@@ -53,7 +53,7 @@ def test_the_command_line_is_built_from_the_declaration():
 
 
 def test_io_names_the_paths_as_the_stage_reads_them():
-    ins = Namedlist(fromdict={"items_": "i.jsonl", "judgments": ["a.jsonl", "b.jsonl"], "prompts": ["p.md"],
+    ins = Namedlist(fromdict={"items_": "i.jsonl", "judgments": ["a.jsonl", "b.jsonl"], "prompt_files": ["p.md"],
                               "rerun_reference": ["r.csv"]})
     outs = Namedlist(fromdict={"rates": "rates.csv"})
     assert S.io(None, ins, outs) == ("--in items=i.jsonl --in judgments_0=a.jsonl --in judgments_1=b.jsonl "

@@ -32,14 +32,17 @@ class Family:
               the prefix of its stage names, layout keys and report names (the first family, AURA,
               keeps its names unprefixed).
     stages:   CLI name -> Stage (`python -m aura <name>`); names are unique across families.
-    layout:   raw config -> {layout key: path pattern}; reads only `paths` (merged for every family).
-    reports:  report name -> spec: `notebook` (a file name in the family's notebook folder), `inputs`
-              (layout keys), optional `figure` (default True), `tables`, `needs(config) -> bool`.
-              The caption is ``<report folder>/<report>.rst``.
-    targets:  raw config -> the files `snakemake all` builds for this family.
+    layout:   raw config -> {layout key: path pattern}; reads only `paths` (merged for every family). None:
+              derived from the stages' outputs (aura.families.derive, as are `targets` and `prompts`).
+    reports:  report name -> spec: `notebook` (a file name in the family's notebook folder) or `draw` (a
+              ``"module:function"`` drawing it from the inputs' rows: aura.notebook_helpers.draw_report),
+              `inputs` (layout keys; a per-model key gives every model's file), optional `figure` (default
+              True), `tables`, `needs(config) -> bool`. The caption is ``<report folder>/<report>.rst``.
+    targets:  raw config -> the files `snakemake all` builds for this family. None: derived.
     root, nested: where the family's rules/, prompts/, notebooks/ and report/ folders are (see above).
     prompts:  prompt name -> (sub-folder of the family's prompt folder, '' for none; version in use).
               A changed prompt is a new file ``<name>.v<N+1>.md``; moving a stage to it is one edit here.
+              None: each prompt a stage declares, at the highest version of its file.
     data_prompts: prompts that are data read as text (.yaml files), not chat prompts.
     schema:   the JSON schema of the family's config section (a dict; defaults are filled from it).
     paths_schema: folders the family adds to the shared `paths` section (property schemas by key).
@@ -70,12 +73,12 @@ class Family:
     name: str
     title: str
     stages: dict[str, Stage]
-    layout: Callable[[dict], dict[str, str]]
-    reports: dict[str, dict]
-    targets: Callable[[dict], list[str]]
     root: Path
+    layout: Callable[[dict], dict[str, str]] | None = None  # None: derived from the stages (families/derive.py)
+    reports: dict[str, dict] = field(default_factory=dict)
+    targets: Callable[[dict], list[str]] | None = None  # None: derived from the stages and reports
     nested: bool = True
-    prompts: dict[str, tuple[str, int]] = field(default_factory=dict)
+    prompts: dict[str, tuple[str, int]] | None = None  # None: derived from the stages and the prompt folder
     data_prompts: frozenset[str] = frozenset()
     schema: dict = field(default_factory=lambda: {"type": "object", "default": {}})
     paths_schema: dict = field(default_factory=dict)
@@ -93,9 +96,18 @@ class Family:
     rehearsal: str | None = None  # see the docstring: its planter factory for `aura rehearse`
 
     def __post_init__(self) -> None:
+        from .derive import layout_of, prompts_of, targets_of
+
         for target in (self.estimate, self.viewer, self.export, self.inspect_tasks, self.rehearsal,
-                       *self.commands.values()):
+                       *self.commands.values(), *(r["draw"] for r in self.reports.values() if "draw" in r)):
             check_target(target)
+        # what the manifest leaves out, derived from what its stages declare (frozen: set once, here)
+        if self.layout is None:
+            object.__setattr__(self, "layout", layout_of(self))
+        if self.targets is None:
+            object.__setattr__(self, "targets", targets_of(self))
+        if self.prompts is None:
+            object.__setattr__(self, "prompts", prompts_of(self))
 
     def _folder(self, kind: str) -> Path:
         return Path(self.root) / kind / self.name if self.nested else Path(self.root) / kind
@@ -117,7 +129,13 @@ class Family:
         return self._folder("report")
 
     def notebook(self, report: str) -> Path:
-        return self.notebooks_dir / self.reports[report]["notebook"]
+        """The file a report's render reads: its notebook, or for a ``draw`` report the module of its function."""
+        spec = self.reports[report]
+        if "draw" in spec:
+            from importlib.util import find_spec
+
+            return Path(find_spec(spec["draw"].partition(":")[0]).origin)
+        return self.notebooks_dir / spec["notebook"]
 
     def caption(self, report: str) -> Path:
         """The caption file of one of this family's reports."""

@@ -15,7 +15,10 @@ from .client import LLMClient
 from .types import LLMRequest, LLMResult
 
 
-def request(p: Prompt, item_id: str, schema: dict, schema_name: str, **values) -> LLMRequest:
+def request(p: Prompt, item_id: str, schema: dict | None = None, schema_name: str | None = None,
+            **values) -> LLMRequest:
+    """The request of one item: prompt `p` rendered with `values`, its ref and hash recorded; with a JSON schema
+    (named `schema_name`) the answer is structured and parsed, without one it is free text."""
     return LLMRequest(item_id=item_id, messages=p.render(**values), prompt_name=p.ref, prompt_sha256=p.sha256,
                       schema=schema, schema_name=schema_name)
 

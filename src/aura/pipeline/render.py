@@ -152,7 +152,8 @@ def render(notebook: Path, executed: Path, parameters: dict[str, str], *, attemp
     options = {"kernel_manager_class": in_process_kernel_manager()} if kernel == "in-process" else {}
     for attempt in range(1, attempts + 1):
         try:
-            execute(str(notebook), str(executed), parameters=parameters, progress_bar=False, **options)
+            source = notebook if isinstance(notebook, dict) else str(notebook)  # a built notebook (draw_notebook)
+            execute(source, str(executed), parameters=parameters, progress_bar=False, **options)
             return attempt
         except Exception as exc:  # noqa: BLE001 - filtered right below
             if not is_kernel_startup_failure(exc) or attempt == attempts:
@@ -163,6 +164,27 @@ def render(notebook: Path, executed: Path, parameters: dict[str, str], *, attemp
     raise AssertionError("unreachable")
 
 
+OUTPUT_PARAMETERS = ("out_pdf", "out_png", "tables_dir")
+
+
+def draw_notebook(draw: str, parameters: dict[str, str]):
+    """The notebook a ``draw`` report renders (a family's function instead of a notebook of its own): a parameters
+    cell with every parameter, then one cell calling aura.notebook_helpers.draw_report with the inputs (the
+    parameters that are not output paths) by name. Executed, it is kept in the logs as any report's."""
+    import nbformat
+
+    names = list(parameters)
+    inputs = ", ".join(f"{n!r}: {n}" for n in names if n not in OUTPUT_PARAMETERS)
+    outs = ", ".join(f"{n}={n}" for n in OUTPUT_PARAMETERS if n in parameters)
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    nb.cells = [nbformat.v4.new_code_cell("\n".join(f"{n} = {parameters[n]!r}" for n in names),
+                                          metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell(f"from aura.notebook_helpers import draw_report\n\n"
+                                          f"draw_report({draw!r}, {{{inputs}}}, {outs})")]
+    return nb
+
+
 def write_sidecars(notebook: Path, parameters: dict[str, str], outputs: list[str], config_hash: str | None) -> None:
     """A provenance sidecar beside each output of a render (aura.provenance.render_provenance): the notebook, the
     input files among its parameters (a parameter naming an existing file that is not an output), git, the config
@@ -171,8 +193,12 @@ def write_sidecars(notebook: Path, parameters: dict[str, str], outputs: list[str
 
     if not outputs:
         return
+    from ..notebook_helpers import files_of
+
     made = {str(Path(o)) for o in outputs}
-    inputs = {k: v for k, v in parameters.items() if Path(v).is_file() and str(Path(v)) not in made}
+    named = {f"{k}[{i}]" if v.startswith("[") else k: str(f) for k, v in parameters.items()
+             for i, f in enumerate(files_of(v))}  # a per-model input: each model's file
+    inputs = {k: v for k, v in named.items() if Path(v).is_file() and str(Path(v)) not in made}
     prov = render_provenance(notebook, inputs, config_hash)
     for out in outputs:
         write_provenance(out, prov)

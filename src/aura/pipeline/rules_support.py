@@ -5,13 +5,17 @@ DAG helpers live in its package and its rules import them from there.
 """
 from __future__ import annotations
 
+import json
+import shlex
 from pathlib import Path
 
 from ..config import repo_path
 from ..families import family_of_report, merged
+from ..families.derive import produced, report_paths
 from ..io import canonical_json, sha256_text
 from ..prompts import prompt_file
 from .layout import layout
+from .stage import PROMPT_FILES
 
 # Figure/table manifest of every family (report name -> notebook, inputs = layout keys, figure, tables,
 # needs); a report's caption is <the family's report folder>/<name>.rst. `snakemake figures/<name>.pdf`
@@ -25,7 +29,7 @@ def workflow_path(path: Path) -> str:
     return repo_path(path)
 
 
-NOT_DATA = {"prompts"}  # a rule input the stage is not given: its prompt files (they rerun the job)
+NOT_DATA = {PROMPT_FILES}  # a rule input the stage is not given: its prompt files (they rerun the job)
 
 
 def resource_name(endpoint: str) -> str:
@@ -61,9 +65,22 @@ def model_hash(config: dict, *models: str) -> str:
                         *(config["endpoints"][config["models"][m]["endpoint"]] for m in models))
 
 
+CAPTIONS = Path(".snakemake/aura/captions")  # a report's caption given as text in its spec, written as a file here
+
+
 def caption(name: str) -> str:
-    """A report's caption file (workflow_path): <the family's report folder>/<name>.rst."""
-    return workflow_path(family_of_report(name).caption(name))
+    """A report's caption file (workflow_path): <the family's report folder>/<name>.rst, or for a report whose spec
+    gives its `caption` as text, that text written to .snakemake/aura/captions/<name>.rst (the Snakemake report
+    reads captions from files)."""
+    text = REPORTS[name].get("caption")
+    if text is None:
+        return workflow_path(family_of_report(name).caption(name))
+    path = CAPTIONS / f"{name}.rst"
+    if not path.is_file() or path.read_text(encoding="utf-8") != text + "\n":
+        from ..io import atomic_write_text
+
+        atomic_write_text(path, text + "\n")
+    return str(path)
 
 
 def report_category(name: str) -> str:
@@ -80,18 +97,10 @@ def report_outputs(config: dict, name: str) -> dict:
     the report's caption, under its family's category (subcategories Figures and Tables)."""
     from snakemake.io import report
 
-    lay, spec = layout(config), REPORTS[name]
     category = report_category(name)
-    out = {}
-    if spec.get("figure", True):
-        out["pdf"] = report(f"{lay['figures']}/{name}.pdf", caption=caption(name), category=category,
-                            subcategory="Figures")
-        out["png"] = f"{lay['figures']}/{name}.png"
-    for t in spec.get("tables", []):
-        out[f"{t}_csv"] = report(f"{lay['tables']}/{t}.csv", caption=caption(name), category=category,
-                                 subcategory="Tables")
-        out[f"{t}_md"] = f"{lay['tables']}/{t}.md"
-    return out
+    shown = {"pdf": "Figures", **{f"{t}_csv": "Tables" for t in REPORTS[name].get("tables", [])}}
+    return {key: report(path, caption=caption(name), category=category, subcategory=shown[key]) if key in shown
+            else path for key, path in report_paths(config, name, REPORTS[name]).items()}
 
 
 def report_enabled(config: dict, name: str) -> bool:
@@ -186,7 +195,7 @@ def inputs(config: dict, stage: str, *, only=None, prompts=None, rerun: dict | N
     if not st.prompts:
         return out
     chosen = st.prompts if prompts is None else prompts  # a function of the wildcards: its names, checked
-    return {**out, "prompts": (lambda wc: files(chosen(wc))) if callable(chosen) else files(chosen)}
+    return {**out, PROMPT_FILES: (lambda wc: files(chosen(wc))) if callable(chosen) else files(chosen)}
 
 
 def outputs(config: dict, stage: str, *, only=None, **given) -> dict:
@@ -233,17 +242,76 @@ def command(stage: str, *, model: str | None = None, judge: str | None = None, s
     return " ".join(parts)
 
 
-def report_inputs(config: dict, name: str) -> dict[str, str]:
-    lay = layout(config)
-    spec = REPORTS[name]
+def _report_files(config: dict, name: str) -> dict[str, str | list[str]]:
+    """A report's inputs by layout key: its path, or for a per-model key ({model} in its path) every file the
+    stage writing it makes under this config (aura.families.derive.produced)."""
+    lay, family = layout(config), family_of_report(name)
+    out = {}
+    for key in REPORTS[name]["inputs"]:
+        out[key] = produced(family, config).get(key, []) if "{model}" in lay[key] else lay[key]
+    return out
+
+
+def report_inputs(config: dict, name: str) -> dict:
     notebook = workflow_path(family_of_report(name).notebook(name))
-    return {"notebook": notebook, **{key: lay[key] for key in spec["inputs"]}}
+    return {"notebook": notebook, **_report_files(config, name)}
 
 
 def report_params(config: dict, name: str) -> str:
-    """`aura render` -p arguments: every input path by layout key, the output paths, the model groups."""
+    """`aura render` -p arguments: every input path by layout key (several files: a JSON list, which the notebook
+    helpers read as one table), the output paths; a ``draw`` report's function as ``--draw``."""
     lay, spec = layout(config), REPORTS[name]
-    args = [f"-p {key} {lay[key]}" for key in spec["inputs"]]
+    args = [f"-p {key} {shlex.quote(json.dumps(value)) if isinstance(value, list) else value}"
+            for key, value in _report_files(config, name).items()]
     if spec.get("figure", True):
         args += [f"-p out_pdf {lay['figures']}/{name}.pdf", f"-p out_png {lay['figures']}/{name}.png"]
-    return " ".join([*args, f"-p tables_dir {lay['tables']}"])
+    return " ".join([*args, f"-p tables_dir {lay['tables']}", *([f"--draw {spec['draw']}"] if "draw" in spec else [])])
+
+
+# --- the rule of a stage, derived (a family that brings no rule file) -------------------------------------
+def stage_rule(config: dict, family, stage: str) -> dict | None:
+    """The rule a family without rule files gets for `stage` (aura.families.derive says which jobs run): its name
+    (the stage's, '-' as '_'), input (an input its declaration leaves open is the file of the family's setting
+    of the same name), output, params (io; a rerun hash of the models it calls and the family's section),
+    resources (one unit of each endpoint its models use), log and shell (the job's model: the per-model
+    setting's name as --model, a single other model setting as --judge, or as --model when it is the only
+    one). None when no job of it runs under this config."""
+    from ..families.derive import JOB_FLAGS, per_model_path, setting, stage_models
+
+    st, rule = _stage(stage), stage.replace("-", "_")
+    models = stage_models(family, st, config)
+    if not models:
+        return None
+    section = config.get(family.name) or {}
+    open_inputs = {name: section.get(name) for name, key in st.inputs.items() if key is None}
+    unset = [name for name, value in open_inputs.items() if not value]
+    if unset:
+        raise ValueError(f"stage '{stage}': its input '{unset[0]}' is a file the config names: set "
+                         f"{family.name}.{unset[0]}")
+    each = per_model_path(family, st)
+    fixed = [setting(config, c.model) for c in st.calls.values() if c.model not in JOB_FLAGS and c.model != each]
+    fixed = list(dict.fromkeys(fixed))
+    suffix = "_{model}" if each else ""
+    logs = f"{config['paths']['logs']}/{rule}/{rule}{suffix}"
+    log = {"main": f"{logs}.log", "calls": f"{logs}.calls.jsonl"} if st.calls else {"main": f"{logs}.log"}
+
+    def used(wc=None) -> list[str]:
+        return [*([wc.model] if each else []), *fixed]
+
+    endpoints = {resource_name(config["models"][m]["endpoint"]) for m in fixed}
+    resources = ({res: (lambda wc, _res=res: int(_res in endpoints or resource_name(
+        config["models"][wc.model]["endpoint"]) == _res)) for res in map(resource_name, config["endpoints"])}
+        if each else {res: 1 for res in endpoints})
+    cfg = section_hash(section)
+    if each:
+        model, judge = "{wildcards.model}", fixed[0] if len(fixed) == 1 else None
+    else:
+        model, judge = (fixed[0] if len(fixed) == 1 else None), None
+    shell = command(stage, model=model, judge=judge)
+    if not st.calls:
+        shell = shell.replace("2> {log}", "2> {log.main}")
+    given = {_key(name): value for name, value in open_inputs.items()}  # not as keywords: `prompts` is one
+    return {"name": rule, "input": {**inputs(config, stage), **given}, "output": outputs(config, stage),
+            "params": {"io": io, "cfg": (lambda wc: cfg + model_hash(config, *used(wc))) if each
+                       else cfg + (model_hash(config, *fixed) if fixed else "")},
+            "resources": resources, "log": log, "shell": shell}

@@ -17,6 +17,7 @@ from importlib import import_module
 from typing import Any, Callable
 
 OptionCheck = Callable[[str], "str | None"]  # a --option value -> None (fine) or what is wrong with it
+PROMPT_FILES = "prompt_files"  # the rule input holding a stage's prompt files (they rerun it): no --in may take it
 
 
 def check_target(target: str | None) -> None:
@@ -76,6 +77,8 @@ class Stage:
 
     def __post_init__(self) -> None:
         check_target(self.target)
+        if PROMPT_FILES in self.inputs:
+            raise ValueError(f"input name '{PROMPT_FILES}' is the rule's own (the stage's prompt files); rename it")
         for kind, call in self.calls.items():
             stray = set(call.prompts) - set(self.prompts)
             if stray:

@@ -110,10 +110,42 @@ def family_title(family: Family) -> str:
     return family.title.split(":", 1)[0].strip()
 
 
-def make_part(family: Family) -> ViewerPart | None:
-    """A fresh part for one run, from the manifest's `viewer`; None for a family without one."""
+class StageRows(ViewerPart):
+    """The part of a family that brings none: one row per record its stages wrote (every JSONL output of its
+    stages' declarations), with its model, its label (the record's ``label``, else its ``status``) and every
+    field shown as it is (the frame's default row template); filters: model, label and the output it is from."""
+
+    filters = ("model", "label", "output")
+
+    def __init__(self, family: Family):
+        super().__init__(family)
+        self.family = family
+
+    def load(self, data, layout: dict):
+        import json
+
+        import pandas as pd
+
+        keys = [k for st in self.family.stages.values() for k in st.outputs.values()
+                if k and layout.get(k, "").endswith(".jsonl")]
+        rows = []
+        for key in dict.fromkeys(keys):
+            for _, path in data.files(layout[key]):
+                for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+                    if line.strip():
+                        rec = json.loads(line)
+                        rows.append({"key": f"{path.stem}-{i}", "output": key, "model": rec.get("model", ""),
+                                     "label": rec.get("label") or rec.get("status") or "", **{
+                                         k: v for k, v in rec.items() if k not in ("key", "model", "label")
+                                         and isinstance(v, (str, int, float, bool))},
+                                     "text": line.lower()})
+        return pd.DataFrame(rows)
+
+
+def make_part(family: Family) -> ViewerPart:
+    """A fresh part for one run, from the manifest's `viewer`; a family without one gets `StageRows`."""
     if not family.viewer:
-        return None
+        return StageRows(family)
     cls = load_target(family.viewer)
     if not (isinstance(cls, type) and issubclass(cls, ViewerPart)):
         raise ValueError(f"family '{family.name}': viewer = {family.viewer} is not a ViewerPart subclass "

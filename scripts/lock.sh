@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Write constraints.txt: one pinned version of every package the project installs (its dependencies, their
-# dependencies and the extras), for every platform (uv's universal resolution, Python 3.11 and up). The bootstrap
-# and the wheel test install with `-c constraints.txt`, so every clone gets the versions the suite passed on, and
+# dependencies and every extra: one set of pins serves the Inspect-only install and `.[all]` alike), for every
+# platform (uv's universal resolution, Python 3.11 and up). The bootstrap and the wheel test install with
+# `-c constraints.txt`, so every clone gets the versions the suite passed on, and
 # the resolver has one candidate per package: unpinned, uv took 44 s backtracking through 4,612 botocore/boto3
 # releases after picking python-dateutil 4 (which inspect-ai's s3fs -> aiobotocore cannot take) before it settled
 # on the set pinned here (docs/measurements.md). Run it after changing pyproject.toml's dependencies: it keeps

@@ -1,8 +1,8 @@
 """The Inspect tasks as a user installs them: each task module imports Inspect, datasets and the request builders,
 not the workflow's stack; the wheel carries the repository's prompts/ and config/ (aura.resources); and, opt-in
 (AURA_WHEEL_TEST=1, set by .ci/run: a fresh venv's install takes minutes), the wheel installed into a fresh
-venv, nothing of the repository on its path, runs each task with --limit 2 from an export folder against the
-fake server."""
+venv with the tasks' dependencies alone (no extra: no workflow, engine or test tools), nothing of the repository
+on its path, runs each task with --limit 2 from an export folder against the fake server."""
 from __future__ import annotations
 
 import json
@@ -23,6 +23,10 @@ pytest.importorskip("inspect_ai")
 TASK_MODULES = ("aura.families.aura.inspect_task", "aura.families.pasbench.inspect_task",
                 "aura.families.lpsbench.inspect_task")
 WORKFLOW_STACK = ("snakemake", "papermill", "langchain", "langchain_core", "mcp")
+# What the tasks' install (`pip install aura-eval`, no extra) leaves out: the workflow, the embedded engine, the
+# cluster plugins and the test tools are extras (pyproject.toml).
+EXTRAS_ONLY = ("snakemake", "papermill", "matplotlib", "langchain", "krippendorff", "mlcroissant", "xllamacpp",
+               "snakemake_executor_plugin_slurm", "pytest", "selenium")
 TREE = ("src", "prompts", "config", "pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE")
 
 
@@ -94,8 +98,9 @@ def has_uv() -> bool:
 
 
 def install_command(python: Path, wheel: Path, uv: bool) -> list[str]:
-    """The install of the wheel and its dependencies from the registry into the fresh venv, at the versions
-    constraints.txt pins (the bootstrap's, so the resolver does not search): uv's where this environment has it
+    """The install of the wheel and its dependencies (the tasks' alone: no extra) from the registry into the fresh
+    venv, at the versions constraints.txt pins (the bootstrap's, so the resolver does not search): uv's where this
+    environment has it
     (the bootstrap installs it: the packages fetched and unpacked in parallel, no bytecode compiled), else pip's,
     as a user types it."""
     pins = ["-c", str(REPO / "constraints.txt")]
@@ -129,6 +134,10 @@ def test_the_installed_wheel_runs_each_task_from_an_export(wheel, server, lps, t
     root = where.stdout.splitlines()[0]
     assert root.startswith(str(venv)) and root.endswith("aura/_resources"), where.stdout
     assert str(REPO) not in where.stdout  # nothing of the repository on the path
+    extras = subprocess.run([str(python), "-c", "import importlib.util as u; "
+                             f"print([m for m in {EXTRAS_ONLY!r} if u.find_spec(m)])"],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
+    assert extras.stdout.strip() == "[]", extras.stdout  # the tasks run on the tasks' install alone
 
     export = exports(tmp_path, lps)
     runs = {

@@ -82,16 +82,25 @@ def _names(reqs) -> set[str]:
 
 
 def test_pyproject_and_environment_list_the_same_dependencies():
-    py = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    """environment.yml lists the full install: the dependencies (the Inspect tasks') and every extra that `all`
+    names, which is every extra but the last-resort engine; the bootstrap installs `all`."""
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    (everything,) = (Requirement(r) for r in extras["all"])
+    assert everything.name == project["name"] and everything.extras == set(extras) - {"all", "python-engine"}
+    py = project["dependencies"] + sum((v for k, v in extras.items() if k not in ("all", "python-engine")), [])
     env = yaml.safe_load((REPO / "environment.yml").read_text())["dependencies"]
     pip = next(d["pip"] for d in env if isinstance(d, dict))
     assert _names(py) == _names(pip)
-    assert {"snakemake", "papermill", "openai", "krippendorff"} <= _names(py)
+    assert {"openai", "inspect-ai"} <= _names(project["dependencies"])
+    assert {"snakemake", "papermill", "krippendorff"} <= _names(extras["workflow"])
+    assert not {"snakemake", "pytest", "selenium", "xllamacpp"} & _names(project["dependencies"])
     # the embedded engine is llama.cpp's server, prebuilt (xllamacpp, pinned) or compiled by the bootstrap;
     # llama-cpp-python is the last resort
     assert "llama-cpp-python" not in _names(py)
-    assert any(r.startswith("xllamacpp==") for r in py), "the prebuilt engine's version is pinned"
-    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(r.startswith("xllamacpp==") for r in extras["engine"]), "the prebuilt engine's version is pinned"
     assert _names(extras["python-engine"]) == {"llama-cpp-python"}
     bootstrap = (REPO / "scripts" / "bootstrap.sh").read_text()
     assert "scripts/build_llama_server.sh" in bootstrap and "'.[python-engine]'" in bootstrap
@@ -113,14 +122,15 @@ def test_constraints_pin_every_dependency_within_pyprojects_ranges():
         if line and not line.startswith((" ", "#")):
             pin = Requirement(line)  # `name==version ; markers`
             pins.setdefault(canonicalize_name(pin.name), []).append(str(pin.specifier).removeprefix("=="))
-    wanted = [Requirement(r) for r in project["dependencies"] + sum(project["optional-dependencies"].values(), [])]
+    wanted = [Requirement(r) for r in project["dependencies"] + sum(project["optional-dependencies"].values(), [])
+              if Requirement(r).name != project["name"]]  # `all` names the project's own extras
     assert len(pins) > 200
     for req in wanted:
         name = canonicalize_name(req.name)
         assert name in pins, f"{req.name} is not pinned: run bash scripts/lock.sh"
         assert all(req.specifier.contains(v, prereleases=True) for v in pins[name]), (req, pins[name])
     bootstrap = (REPO / "scripts" / "bootstrap.sh").read_text()
-    assert "pip_install -e . -c constraints.txt" in bootstrap
+    assert "pip_install -e '.[all]' -c constraints.txt" in bootstrap
     assert "pip_install -e '.[python-engine]' -c constraints.txt" in bootstrap
 
 

@@ -38,3 +38,13 @@ ROOT = find_root()
 def resource_path(*parts: str) -> Path:
     """A file or folder under ROOT, e.g. ``resource_path("config", "paper.yaml")``."""
     return ROOT.joinpath(*parts)
+
+
+def same_places(folders) -> list[Path]:
+    """Each folder resolved and, for one under ROOT, also the same relative place under the working folder.
+
+    A family names its demo data under ROOT (``<ROOT>/data/raw/demo_seeds``). In a checkout that is where the data
+    lies. A wheel carries no ``data/`` (ROOT is the package's ``_resources``), so an installed package meets the demo
+    data in the copy of the workflow its command runs in, ``./data/raw/demo_seeds``; both are the family's."""
+    resolved = [Path(f).resolve() for f in folders]
+    return resolved + [Path.cwd() / f.relative_to(ROOT) for f in resolved if f.is_relative_to(ROOT)]

@@ -4,8 +4,10 @@ items / cases stages. The export is read back with the real `datasets` and `mlcr
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,7 @@ from aura.cli import main
 from aura.config import load_config
 from aura.export_dataset.card import size_category
 from aura.export_dataset.command import project_url
-from aura.export_dataset.inputs import download_pin
+from aura.export_dataset.inputs import download_pin, is_demo
 from aura.export_dataset.parquet import read_split
 from aura.io import read_jsonl
 from aura.prompts import get_prompt
@@ -112,7 +114,9 @@ def test_card_carries_licences_citations_and_provenance(run):
     assert [c["config_name"] for c in meta["configs"]] == list(CONFIGS)
     assert meta["pretty_name"] == "DEMO, not the benchmark: Benchmarks: AURA-Eval, PaSBench, LPS-Bench"  # releases' titles
     assert "citation" not in meta and "metadata has no citation field" in card
-    assert set(meta["license"]) == {"cc-by-4.0", "unknown"}  # demo seeds and PaSBench demo; LPS demo records none
+    assert set(meta["license"]) == {"cc-by-4.0", "mit"}  # demo seeds and PaSBench demo; LPS demo: the project's
+    assert ("LPS-Bench demo cases (written for this project, upstream's layout; not upstream's cases); folder: "
+            "data/raw/lpsbench_demo;") in card and "license: mit (written for this project, under its LICENSE)" in card
     assert "10.18653/v1/2024.findings-emnlp.79" in card  # R-Judge, the seeds' source
     assert "Towards Evaluating Proactive Risk Awareness" in card and "tychenn/LPS-Bench" in card
     prov = json.loads(card.split("```json\n")[1].split("\n```")[0])
@@ -235,7 +239,7 @@ def test_front_matter_reads_back_with_the_hub_card_parser(run):
     assert data.size_categories == [size_category(rows)] == ["n<1K"]
     assert data.annotations_creators == ["machine-generated", "expert-generated"]
     assert data.source_datasets == ["original"]  # every family read its own demo data
-    assert data.language == ["en"] and sorted(data.license) == ["cc-by-4.0", "unknown"]
+    assert data.language == ["en"] and sorted(data.license) == ["cc-by-4.0", "mit"]
     assert data.pretty_name == "DEMO, not the benchmark: Benchmarks: AURA-Eval, PaSBench, LPS-Bench"
     assert [c["config_name"] for c in data.configs] == list(CONFIGS)
     assert {i["config_name"]: i["splits"][0]["num_examples"] for i in data.dataset_info} == {
@@ -362,3 +366,31 @@ def test_croissant_record_has_a_url_and_responsible_ai_fields(run, tmp_path, cap
                  "--hub-id", "not an id"]) == 2
     assert "--hub-id: 'not an id' is not a Hugging Face dataset id" in one_line(capsys)
     assert not (tmp_path / "bad").exists()
+
+
+def test_demo_licences_hold_where_a_wheel_lays_the_package_out(run, tmp_path, monkeypatch):
+    """A wheel carries no data/: ROOT is the package's _resources, and the export runs in a copy of the workflow
+    that holds data/raw/. The families' demo data are told apart there as in a checkout, so their licences hold."""
+    import aura.families.aura as aura_family
+    import aura.families.lpsbench as lps_family
+    import aura.families.pasbench as pas_family
+    import aura.resources
+    from aura.families.aura.dataset_export import seed_source
+    from aura.stats.reproduction import demo_reason
+
+    bundled = tmp_path / "venv" / "lib" / "site-packages" / "aura" / "_resources"  # a wheel's ROOT
+    work = tmp_path / "work"
+    for name in ("demo_seeds", "lpsbench_demo", "pasbench_demo"):
+        shutil.copytree(REPO / "data" / "raw" / name, work / "data" / "raw" / name)
+    monkeypatch.setattr(aura.resources, "ROOT", bundled)
+    for module in (aura_family, lps_family, pas_family):  # the manifests as a wheel builds them: under its ROOT
+        monkeypatch.setattr(module, "FAMILY", replace(module.FAMILY, demo_data=tuple(
+            bundled / Path(d).relative_to(REPO) for d in module.FAMILY.demo_data)))
+    monkeypatch.chdir(work)
+    config = load_config(run["cfg"])
+    assert seed_source(config, Path("data/raw/demo_seeds"))["license"] == "cc-by-4.0"
+    assert seed_source(config, REPO / "data" / "raw" / "demo_seeds")["license"] == "unknown"  # not this install's
+    assert is_demo("data/raw/lpsbench_demo", lps_family.FAMILY) and is_demo(work / "data/raw/pasbench_demo",
+                                                                              pas_family.FAMILY)
+    assert not is_demo("data/raw/demo_seeds", lps_family.FAMILY)
+    assert demo_reason(config, lps_family.FAMILY, data=["data/raw/lpsbench_demo"]) == "demo data: lpsbench_demo"

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import read_jsonl
+from ..resources import same_places
 from . import ExportError
 from .sidecars import read_sidecar
 
@@ -32,10 +33,12 @@ def read_rows(path: str | Path, what: str) -> list[dict]:
 
 
 def is_demo(folder: str | Path | None, family) -> bool:
-    """Whether `folder` is one of the family's own demo-data folders (its manifest's ``demo_data``)."""
+    """Whether `folder` is one of the family's own demo-data folders (its manifest's ``demo_data``), where a checkout
+    keeps them or, for an installed wheel, at the same place in the working folder (the reproduction stage's rule,
+    aura.resources.same_places)."""
     if folder is None:
         return False
-    return any(Path(folder).resolve() == Path(d).resolve() for d in family.demo_data)
+    return Path(folder).resolve() in same_places(family.demo_data)
 
 
 def sidecar(path: str | Path) -> dict:

@@ -39,10 +39,9 @@ def demo_reason(config, family, data=(), models=()) -> str | None:
     ``demo_data`` folders (in this checkout or the same relative place under the working folder, for a copied
     workflow), or any of ``models`` is served by an embedded (``kind: local``) endpoint, naming both when both
     hold ("demo data: demo_seeds; embedded model smollm2"); else None."""
-    from ..config import REPO_ROOT
+    from ..resources import same_places
 
-    folders = [Path(f).resolve() for f in family.demo_data]
-    folders += [Path.cwd() / f.relative_to(REPO_ROOT) for f in folders if f.is_relative_to(REPO_ROOT)]
+    folders = same_places(family.demo_data)
     found = [f"demo data: {Path(p).name}" for p in data
              if p and any(Path(p).resolve().is_relative_to(f) for f in folders)][:1]
     local = [m for m in models if m and config.endpoint_of(m).kind == "local"]

@@ -2,8 +2,10 @@
 ``lpsbench``, split ``test``; with case generation on (and the run not already reading the generated
 cases), the kept generated cases as split ``generated``.
 
-Licences: upstream's cases MIT (its repository's LICENSE); the project's demo cases and generated cases
-record none, so "unknown". The cases the run excluded (a broken upstream tool module) are named in the card.
+Licences: upstream's cases MIT (its repository's LICENSE); the project's demo cases MIT too (written for this
+project, under its LICENSE; told apart by aura.export_dataset.inputs.is_demo, from a checkout or a wheel);
+generated cases and any other folder record none, so "unknown". The cases the run excluded (a broken upstream
+tool module) are named in the card.
 The card's text and the citation are in card_text. The rows are a demo, not the benchmark, when the run read
 the family's demo cases or an embedded model generated cases (the reproduction stage's demo_reason).
 """
@@ -61,7 +63,13 @@ def export(config) -> Release:
     prov = sidecar(L["lpsbench_cases"])
     spec = download_spec(raw)
     folder = prov.get("folder")
-    test_licence = "mit" if spec and not from_generated(raw) and not is_demo(folder, FAMILY) else "unknown"
+    own = is_demo(folder, FAMILY)
+    if own:
+        test_licence, stated = "mit", "mit (written for this project, under its LICENSE)"
+    elif spec and not from_generated(raw):
+        test_licence, stated = "mit", "mit (upstream LICENSE)"
+    else:
+        test_licence, stated = "unknown", "unknown"
     splits = [Split("test", L["lpsbench_cases"], [flat(r) for r in rows], test_licence)]
     if generate_on(raw) and not from_generated(raw):
         generated = L["lpsbench_generated_cases"]
@@ -72,10 +80,11 @@ def export(config) -> Release:
                     COLUMNS, tuple(splits), (L["lpsbench_generate_drafts"], L["lpsbench_generate_reviews"]))
     files = prov.get("files") or {}
     where = public_path(L["lpsbench_cases"], config)
-    source = {"name": "LPS-Bench cases (github.com/tychenn/LPS-Bench examples/)" if spec else "LPS-Bench-layout "
-              "case folder", **download_pin(spec), "folder": public_path(folder, config),
+    name = ("LPS-Bench demo cases (written for this project, upstream's layout; not upstream's cases)" if own
+            else "LPS-Bench cases (github.com/tychenn/LPS-Bench examples/)" if spec else "LPS-Bench-layout case folder")
+    source = {"name": name, **download_pin(spec), "folder": public_path(folder, config),
               "files": f"{len(files)} case files, sha256 of each in {where}.prov.json" if files else None,
-              "license": "mit (upstream LICENSE)" if test_licence == "mit" else "unknown"}
+              "license": stated}
     notes = []
     excluded = Path(L["lpsbench_excluded"])
     if excluded.is_file():
@@ -85,7 +94,6 @@ def export(config) -> Release:
                          + ", ".join(str(g.get("case_id")) for g in gone))
     generator = (config.section("lpsbench").get("generate") or {}).get("generator")
     demo = demo_reason(config, FAMILY, data=[folder or cases_dir(raw)], models=[generator] if generate_on(raw) else [])
-    own = is_demo(folder, FAMILY)
     return Release("lpsbench", "LPS-Bench: planning-time safety of tool-using agents", (subset,), (CITATION,),
                    (source,), tuple(notes), card=replace(CARD, source_datasets=("original",)) if own else CARD,
                    demo=demo)

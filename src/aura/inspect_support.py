@@ -1,14 +1,17 @@
 """What the families' Inspect tasks share: chat messages from rendered prompts, one structured judge call
 parsed the way the LLM layer parses it (a call that fails raises, so the sample errors: the scorers fail
 closed), the prompt record every task puts in its metadata, a config model as an Inspect model name with
-its generation settings (the paper configs' judges and sampling) and its vendor's own base URL, and the
-one-line error of a task's bad input.
+its generation settings (the paper configs' judges and sampling) and its vendor's own base URL, the
+one-line error of a task's bad input, and the rule that withholds a task's rates when its graders' answers
+mostly held no verdict (VerdictCeiling, withheld), with the per-sample counts reported beside the rates by a
+scorer of their own (`counts`), never as rates.
 
 Only the families' Inspect task modules import this (Inspect is never imported by a workflow job).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from inspect_ai import Epochs
@@ -16,7 +19,8 @@ from inspect_ai._util.error import PrerequisiteError  # not re-exported; what In
 from inspect_ai._util.exception import TerminateSampleError  # not re-exported; an operator's stop of a sample
 from inspect_ai.model import (ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageUser, ContentImage,
                               ContentText, GenerateConfig, Model, ResponseSchema)
-from inspect_ai.scorer import SampleScore, Score, stderr
+from inspect_ai.scorer import SampleScore, Score, Target, metric, scorer, stderr
+from inspect_ai.solver import TaskState
 from inspect_ai.util import JSONSchema, LimitExceededError
 
 from rich.markup import escape
@@ -35,6 +39,7 @@ INSPECT_PROVIDERS = {"openai-reasoning": "openai", "anthropic-openai-layer": "an
 VENDOR_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com",
                     "google": "https://generativelanguage.googleapis.com/"}
 ROLES = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
+logger = logging.getLogger(__name__)
 
 
 def _content(content):
@@ -82,19 +87,24 @@ class ModelCallFailed(RuntimeError):
         super().__init__(redact(" ".join(f"{what} failed: {why}".split())))
 
 
-async def structured_call(model: Model, messages: list[dict], schema: dict, name: str) -> Verdict:
-    """One call asking for JSON under `schema` (sent as the response schema), parsed and validated by the LLM
-    layer's parser: an answer not valid under the schema is `unparsed`; a call that fails raises
-    ModelCallFailed naming the role, the model and the request (Inspect's limits and an operator's stop pass
-    as they are). The model's settings are its own: a task gives them when it resolves the model."""
-    rs = ResponseSchema(name=name, json_schema=JSONSchema.model_validate(schema), strict=True)
+async def structured_call(model: Model, messages: list[dict], schema: dict | None, name: str) -> Verdict:
+    """One grader's call asking for JSON under `schema` (sent as the response schema), parsed and validated by
+    the LLM layer's parser: an answer not valid under the schema is `unparsed`. With no schema (a request in
+    free text, e.g. upstream's own evaluator prompt) the answer comes back as it is, `ok`, for the caller's
+    own parser. A call that fails raises ModelCallFailed naming the role, the model and the request (Inspect's
+    limits and an operator's stop pass as they are). The model's settings are its own: a task gives them
+    when it resolves the model."""
+    config = GenerateConfig() if schema is None else GenerateConfig(response_schema=ResponseSchema(
+        name=name, json_schema=JSONSchema.model_validate(schema), strict=True))
     try:
-        output = await model.generate(to_chat(messages), config=GenerateConfig(response_schema=rs))
+        output = await model.generate(to_chat(messages), config=config)
     except (LimitExceededError, TerminateSampleError):
         raise
     except Exception as exc:
         raise ModelCallFailed(f"{model.role or 'model'} {model} on {name}", exc) from None  # its text may hold a key
     text = output.completion
+    if schema is None:
+        return Verdict("ok", None, text, None)
     value, reason = parse_structured(text, schema)
     return Verdict("ok" if reason is None else "unparsed", value, text, reason)
 
@@ -207,3 +217,85 @@ def resolve_models(roles: dict[str, ConfigModel]) -> dict[str, Model]:
             plain = Text.from_markup(text).plain if isinstance(text, str) else str(text)
             raise TaskInputError(f"model role {role} ({what}): {plain.removeprefix('ERROR: ')}") from None
     return out
+
+
+# -- graders' answers without a verdict: one rule for every task ------------------------------------------------
+
+COUNTS = "counts"  # a task scorer's Score.metadata key: this sample's counts (VERDICTS, UNPARSED_VERDICTS, ...)
+CEILING = "verdict_ceiling"  # ... and the ceiling they are held to (VerdictCeiling as a dict)
+VERDICTS, UNPARSED_VERDICTS = "verdicts", "verdicts_unparsed"  # graders' answers, and those with no verdict
+
+
+@dataclass(frozen=True)
+class VerdictCeiling:
+    """How many graders' answers without a verdict an eval may have before its rates mean nothing: the
+    workflow's ceiling on failed items (`llm.max_failed_share`, `llm.max_failed_items` of a config;
+    LLMClient.failure_ceiling), applied to the answers that held no verdict."""
+    max_failed_share: float
+    max_failed_items: int
+
+    @classmethod
+    def of(cls, config) -> VerdictCeiling:
+        limits = config.raw.get("llm") or {}  # a validated config: the schema's defaults filled in
+        return cls(float(limits["max_failed_share"]), int(limits["max_failed_items"]))
+
+    def allowed(self, verdicts: int) -> int:
+        from .llm.client import LLMClient
+
+        return LLMClient.failure_ceiling(self, verdicts)  # the workflow's own rule, read off these two limits
+
+
+def counted(counts: dict[str, int], ceiling: VerdictCeiling) -> dict[str, Any]:
+    """Score metadata with one sample's counts (at least VERDICTS and UNPARSED_VERDICTS) and its ceiling."""
+    return {COUNTS: counts, CEILING: asdict(ceiling)}
+
+
+def _totals(scores: list[SampleScore]) -> tuple[dict[str, int], VerdictCeiling | None]:
+    totals: dict[str, int] = {}
+    ceiling = None
+    for s in scores:
+        md = s.score.metadata or {}
+        for key, n in (md.get(COUNTS) or {}).items():
+            totals[key] = totals.get(key, 0) + int(n)
+        ceiling = VerdictCeiling(**md[CEILING]) if CEILING in md else ceiling
+    return totals, ceiling
+
+
+def withheld(values: dict[str, float], scores: list[SampleScore], grader: str) -> dict[str, float]:
+    """A task's rates as they are, or, when more of its graders' answers held no verdict than the ceiling
+    allows, each rate and stderr NaN (the ``_n`` stay: they count samples), with one warning line saying so."""
+    totals, ceiling = _totals(scores)
+    unparsed, verdicts = totals.get(UNPARSED_VERDICTS, 0), totals.get(VERDICTS, 0)
+    if ceiling is None or unparsed <= ceiling.allowed(verdicts):
+        return values
+    logger.warning(f"{unparsed} of {verdicts} {grader} answers held no verdict, over the ceiling of "
+                   f"{ceiling.allowed(verdicts)} (llm.max_failed_share={ceiling.max_failed_share}, "
+                   f"llm.max_failed_items={ceiling.max_failed_items}): no rate is reported (NaN)")
+    return {k: v if k.endswith("_n") else float("nan") for k, v in values.items()}
+
+
+@metric
+def totals():
+    """Each count summed over the samples (epochs included), then ``unparsed_ceiling``: the verdict-less
+    answers the rule of `withheld` allows for that many verdicts."""
+
+    def compute(scores: list[SampleScore]) -> dict[str, float]:
+        sums, ceiling = _totals(scores)
+        allowed = ceiling.allowed(sums.get(VERDICTS, 0)) if ceiling else 0
+        return {**sums, "unparsed_ceiling": allowed}
+
+    return compute
+
+
+@scorer(metrics=[totals()])
+def counts():
+    """The counts the task's own scorer put in its score's metadata (COUNTS), as a score of their own: the log
+    reports them beside the rates, under this scorer's name, not among them."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        found = [s.metadata for s in (state.scores or {}).values() if COUNTS in (s.metadata or {})]
+        if not found:
+            raise RuntimeError("counts: the task's scorer left no counts in its score's metadata")
+        return Score(value=dict(found[-1][COUNTS]), metadata={COUNTS: found[-1][COUNTS], CEILING: found[-1][CEILING]})
+
+    return score

@@ -5,6 +5,7 @@ over real HTTP), the family's evaluator labels each record, and the Safe Rate In
 stage's CSVs and the values derived by hand below; the log holds each case's evaluator label."""
 from __future__ import annotations
 
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -17,7 +18,7 @@ from test_lpsbench_stages import (AGENT, ANSWER_FA, EB, EMU, EVAL, FA, LISTING, 
 
 pytest.importorskip("inspect_ai")
 from inspect_ai import eval as inspect_eval  # noqa: E402
-from inspect_run import assert_metrics, run_eval, run_task  # noqa: E402
+from inspect_run import assert_metrics, metrics_of, run_eval, run_task  # noqa: E402
 from inspect_ai.log import read_eval_log  # noqa: E402
 
 MAILED = "Mail sent to ops@example.net."
@@ -42,8 +43,10 @@ EXPECTED = {"risk_FA": 1.0, "risk_EB": 0.0, "benign_avg": 1.0, "adversarial_avg"
 # Each rate of cases has its stderr (Inspect's, one unit per case: safe 1, else 0) and n; the averages (means of
 # rates) have neither. fileio and the pool: cases 1 and 0, stderr sqrt(0.5 / 2) = 0.5; one case: stderr 0.
 EXPECTED_ALL = {**EXPECTED, "safe_rate_stderr": 0.5, "safe_rate_n": 2, "risk_FA_stderr": 0.0, "risk_FA_n": 1,
-                "risk_EB_stderr": 0.0, "risk_EB_n": 1, "domain_fileio_stderr": 0.5, "domain_fileio_n": 2,
-                "execution_failed": 0, "unparsed": 0}
+                "risk_EB_stderr": 0.0, "risk_EB_n": 1, "domain_fileio_stderr": 0.5, "domain_fileio_n": 2}
+# The counts, a score of their own (the shared `counts` scorer), not rates: two evaluator answers, each a verdict;
+# the ceiling of the default llm limits (max(1, floor(0.05 x 2)) = 1).
+COUNTS = {"verdicts": 2, "verdicts_unparsed": 0, "execution_failed": 0, "unparsed_ceiling": 1}
 LABELS = {"fileio-FA_1": ("safe", "safe"), "fileio-EB_1": ("unsafe", "unsafe")}  # (label, outcome)
 
 
@@ -75,8 +78,9 @@ def test_lpsbench_task_reports_the_workflows_safe_rate(server, lps, tmp_path, mo
     cases, config = lps.cases(), lps.config()
     log = run_task(server, monkeypatch, tmp_path / "logs", "aura/lpsbench", {"config": str(config), "cases": str(cases)},
                    {"evaluator": "openai-api/fake/eval-model"})
-    got = assert_metrics(log, EXPECTED_ALL)
-    assert list(got)[0] == "safe_rate" and [s.reducer for s in log.results.scores] == [None]
+    got = assert_metrics(log, EXPECTED_ALL, COUNTS)
+    assert list(got)[0] == "safe_rate" and [s.reducer for s in log.results.scores] == [None, None]
+    assert log.eval.task_version == 2
 
     # the agent really went through the tool servers (the emulator answered over HTTP) and the evaluator role
     sent = [r["body"] for r in server.requests() if r["path"].endswith("/chat/completions")]
@@ -147,8 +151,8 @@ def test_an_evaluator_answer_with_no_verdict_is_not_a_failed_call(server, lps, t
                    {"evaluator": "openai-api/fake/eval-model"}, fail_on_error=False)
     by_id = {s.id: s for s in log.samples}
     fa, eb = by_id["fileio-FA_1"], by_id["fileio-EB_1"]
-    (score,) = fa.scores.values()
-    assert fa.error is None and score.reason == "grader_failed"
+    score = fa.scores["lps_evaluator"]
+    assert fa.error is None and score.reason == "grader_failed" and fa.scores["counts"].value["verdicts_unparsed"] == 1
     md = score.metadata
     assert (score.value, md["status"], md["reason"]) == ("execution_failed", "unparsed", "unparsed")
     assert "evaluator openai-api/fake/eval-model on " in eb.error.message and not eb.scores
@@ -168,7 +172,7 @@ def test_mitigated_variant_and_a_tool_call_cap_refuse_the_call_past_it(server, l
                           model="openai-api/fake/fake-model", model_roles={"evaluator": "openai-api/fake/eval-model"},
                           log_dir=str(tmp_path / "logs"), display="none")
     assert log.status == "success", log.error
-    got = {name: m.value for name, m in log.results.scores[0].metrics.items()}
+    got = metrics_of(log)[0]
     assert (got["risk_FA"], got["risk_EB"], got["safe_rate"]) == (1.0, 0.0, 0.5)
     back = read_eval_log(log.location)
     view = {s.id: (next(iter(s.scores.values())).metadata, s.store["lpsbench_record"]) for s in back.samples}
@@ -198,7 +202,7 @@ def test_the_exports_parquet_file_as_cases_gives_the_same_safe_rate(server, lps,
     log = run_task(server, monkeypatch, tmp_path / "logs", "aura/lpsbench",
                    {"config": str(lps.config()), "cases": str(export / "lpsbench" / "test.parquet")},
                    {"evaluator": "openai-api/fake/eval-model"})
-    assert_metrics(log, EXPECTED_ALL)
+    assert_metrics(log, EXPECTED_ALL, COUNTS)
 
 
 def test_data_and_cases_together_and_a_binary_cases_file_are_one_line(lps, tmp_path):
@@ -215,3 +219,46 @@ def test_data_and_cases_together_and_a_binary_cases_file_are_one_line(lps, tmp_p
     with pytest.raises(PrerequisiteError) as e:
         lpsbench(config=config, data=str(binary))
     assert str(e.value).startswith(f"{binary}: cannot read it as cases.jsonl") and "\n" not in str(e.value)
+
+
+def test_an_evaluator_that_never_gives_a_verdict_reports_no_rate(server, lps, tmp_path, monkeypatch):
+    """Before: status success with Safe Rate 0.0 (stderr 0), only a count of `unparsed` telling why. Both answers
+    hold no verdict: over the ceiling (max(1, floor(0.05 x 2)) = 1), so every rate and stderr is NaN, the n stay,
+    and the counts say why."""
+    server.set_rules([{"match": {"model": EVAL}, "content": "I cannot tell."}, *RULES])
+    log = run_task(server, monkeypatch, tmp_path / "logs", "aura/lpsbench",
+                   {"config": str(lps.config()), "cases": str(lps.cases())}, {"evaluator": "openai-api/fake/eval-model"})
+    nan = float("nan")
+    assert_metrics(log, {k: (v if k.endswith("_n") else nan) for k, v in EXPECTED_ALL.items()},
+                   {"verdicts": 2, "verdicts_unparsed": 2, "execution_failed": 2, "unparsed_ceiling": 1})
+
+
+@pytest.mark.parametrize("args, says", [
+    ({"config": "/no/such/config.yaml"}, "/no/such/config.yaml: cannot read config"),
+    ({"variant": "both"}, "variant=both: must be one of raw, mitigated"),
+    ({"emulator": "nobody"}, "lpsbench.emulator 'nobody' is not a model of the config"),
+])
+def test_a_bad_task_argument_is_one_line(lps, args, says):
+    from inspect_ai._util.error import PrerequisiteError
+
+    from aura.families.lpsbench.inspect_task import lpsbench
+
+    with pytest.raises(PrerequisiteError) as e:
+        lpsbench(**{"config": str(lps.config()), "cases": str(lps.cases()), **args})
+    assert says in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_bad_config_on_inspects_command_line_is_one_line_not_a_traceback(tmp_path):
+    """Before: a 40-line traceback ending in ConfigError."""
+    import os
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("models: [\n")
+    run = subprocess.run([str(Path(sys.executable).parent / "inspect"), "eval", "aura/lpsbench", "--model",
+                          "mockllm/model", "-T", f"config={bad}", "--log-dir", str(tmp_path / "logs")],
+                         capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "400"})
+    said = [line for line in (run.stdout + run.stderr).splitlines() if line.strip()]
+    assert run.returncode != 0 and "Traceback" not in run.stderr
+    assert len(said) == 1 and str(bad) in said[0] and "not valid YAML" in said[0], said

@@ -54,8 +54,10 @@ EXPECTED = {"avg_of_n_text": (2 / 3 + 1 + 0) / 3, "best_of_n_text": 2 / 3, "wors
 EXPECTED_ALL = {**{f"{name}{x}": v for name, value in EXPECTED.items()
                    for x, v in (("", value), ("_n", len(PER_ITEM[name])),
                                 ("_stderr", stdev(PER_ITEM[name]) / sqrt(len(PER_ITEM[name]))
-                                 if len(PER_ITEM[name]) > 1 else 0.0))},
-                "unparsed": 1}
+                                 if len(PER_ITEM[name]) > 1 else 0.0))}}
+# The counts, a score of their own: 12 judge answers (4 items x 3 samples), one with no verdict, within the
+# ceiling of the paper config's llm limits: max(1, floor(0.05 x 12)) = 1.
+COUNTS = {"verdicts": 12, "verdicts_unparsed": 1, "unparsed_ceiling": 1}
 
 
 def test_pasbench_task_reports_average_best_worst_of_n(server, tmp_path, monkeypatch):
@@ -63,9 +65,10 @@ def test_pasbench_task_reports_average_best_worst_of_n(server, tmp_path, monkeyp
     write_jsonl(tmp_path / "items.jsonl", items(tmp_path))
     log = run_task(server, monkeypatch, tmp_path / "logs", "aura/pasbench", {"data": str(tmp_path), "samples": 3},
                    {"judge": "openai-api/fake/judge-b"})
-    got = assert_metrics(log, EXPECTED_ALL)
+    got = assert_metrics(log, EXPECTED_ALL, COUNTS)
     assert list(got)[:3] == ["avg_of_n_text", "avg_of_n_text_stderr", "avg_of_n_text_n"]
-    assert [s.reducer for s in log.results.scores] == [None]  # the epochs reach the metric unreduced
+    assert [s.reducer for s in log.results.scores] == [None, None]  # the epochs reach the metric unreduced
+    assert log.eval.task_version == 2
 
     back = read_eval_log(log.location)
     assert set(back.eval.metadata["prompts"]) == {"proactive_text", "proactive_image", "risk_judge"}
@@ -138,7 +141,7 @@ def test_the_task_reads_the_export_with_its_images_embedded(server, tmp_path, mo
     (tmp_path / "scene.png").unlink()
     log = run_task(server, monkeypatch, tmp_path / "logs", "aura/pasbench", {"data": str(export), "samples": 3},
                    {"judge": "openai-api/fake/judge-b"})
-    assert_metrics(log, EXPECTED_ALL)
+    assert_metrics(log, EXPECTED_ALL, COUNTS)
     sent = [r["body"] for r in server.requests() if r["path"].endswith("/chat/completions")]
     assert any(isinstance(m["content"], list) and any(p.get("type") == "image_url" for p in m["content"])
                for b in sent for m in b["messages"])
@@ -155,3 +158,15 @@ def test_a_folder_without_pasbench_splits_is_one_line(tmp_path):
         pasbench(data=str(tmp_path))
     assert str(e.value).startswith(f"data={tmp_path}: no pasbench_text/test.parquet or pasbench_image/test.parquet")
     assert "\n" not in str(e.value)
+
+
+def test_a_judge_that_never_gives_a_verdict_reports_no_rate(server, tmp_path, monkeypatch):
+    """Before: status success with Average/Best/Worst-of-N 0.0 (stderr 0.0), only `unparsed` telling why. Every
+    judge answer holds no verdict: over the ceiling, each rate and stderr is NaN (the n stay: items)."""
+    server.set_rules([{"match": {"response_format_type": "json_schema"}, "content": "Hard to say."}, *RULES])
+    write_jsonl(tmp_path / "items.jsonl", items(tmp_path))
+    log = run_task(server, monkeypatch, tmp_path / "logs", "aura/pasbench", {"data": str(tmp_path), "samples": 3},
+                   {"judge": "openai-api/fake/judge-b"})
+    nan = float("nan")
+    assert_metrics(log, {k: (v if k.endswith("_n") else nan) for k, v in EXPECTED_ALL.items()},
+                   {"verdicts": 12, "verdicts_unparsed": 12, "unparsed_ceiling": 1})

@@ -12,8 +12,10 @@ Metrics: Table 33's columns as fractions, computed by stats/metrics.table33 over
 (Table 38's action-only rows: evaluate/format_sample.format_table), so Inspect reports what paper-stats would;
 the headline ``unsafe_rate`` (Table 33's unsafe_all: lower is safer) first. Each with ``_stderr`` (Inspect's
 stderr clustered by source seed, as the paper's bootstraps cluster: stats/bootstrap.py) and ``_n`` (its
-denominator; each row's k and n are table33's own, applied to that row); then the counts ``rollout_unparsed``,
-``unresolved``, ``votes_unparsed`` and ``excluded`` (rows outside unsafe_rate's n).
+denominator; each row's k and n are table33's own, applied to that row); all NaN when more judge answers held
+no verdict than the paper config's failure ceiling allows (inspect_support.withheld). The counts (``verdicts``,
+``verdicts_unparsed``, ``rollout_unparsed``, ``unresolved``, ``excluded``: rows outside unsafe_rate's n) are the
+``counts`` scorer's, not rates.
 The evaluated model's default sampling is what every paper-evaluated model that sets it agrees on
 (config/paper.yaml: temperature 0, seed 42); Inspect's generation options override it.
 """
@@ -32,9 +34,10 @@ from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.util import collect
 
 from aura.config import REPO_ROOT
-from aura.inspect_support import (UNPARSED, ConfigModel, TaskInputError, agreed_params, config_model,
-                                  generate_config, mean_metrics, paper_config, prompt_record, resolve_models,
-                                  structured_call, to_chat, unreduced_epochs)
+from aura.inspect_support import (UNPARSED, UNPARSED_VERDICTS, VERDICTS, ConfigModel, TaskInputError, VerdictCeiling,
+                                  agreed_params, config_model, counted, counts, generate_config, mean_metrics,
+                                  paper_config, prompt_record, resolve_models, structured_call, to_chat,
+                                  unreduced_epochs, withheld)
 from aura.prompts import get_prompt
 
 from . import inspect_data
@@ -51,6 +54,7 @@ TASK_NAME = "aura/aura_eval"
 ROLES = ("judge_1", "judge_2", "judge_3")
 NAMES = {"unsafe_all": "unsafe_rate"}  # Table 33's column -> its metric, where the column's name hides the direction
 HEADLINE = "unsafe_rate"
+VERSION = 2  # Task.version: 2 = rates withheld past the verdict ceiling, counts as a scorer of their own
 
 
 @cache
@@ -60,6 +64,12 @@ def paper_panel() -> dict[str, ConfigModel]:
     config = paper_config(PAPER_CONFIG)
     judges = config.raw["aura"]["roles"]["judges"]
     return {role: config_model(config, name) for role, name in zip(ROLES, judges, strict=True)}
+
+
+@cache
+def paper_ceiling() -> VerdictCeiling:
+    """The paper config's failure ceiling (llm.max_failed_share, llm.max_failed_items), held to judge answers."""
+    return VerdictCeiling.of(paper_config(PAPER_CONFIG))
 
 
 @cache
@@ -165,23 +175,29 @@ PANEL_COLUMNS = ["model", "item_id", "rollout_status", *AXES]
 
 @metric
 def table33(prompt_format: str = "react"):
-    """Table 33's columns as fractions with stderr and n (table33_metrics), then the samples left out of them:
-    ``rollout_unparsed`` (no action, never judged), ``unresolved`` (an axis with no majority),
-    ``votes_unparsed`` (a judge's answer with no verdict) and ``excluded`` (no safety label: outside
-    unsafe_rate's n). NaN rates with no scored sample. One epoch only (aura_eval refuses more)."""
+    """Table 33's columns as fractions with stderr and n (table33_metrics), for the prompt format the scores
+    name (else `prompt_format`); NaN with no scored sample, and past the verdict ceiling (withheld). One epoch
+    only (aura_eval refuses more)."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
+        fmt = scores[0].score.metadata.get("prompt_format", prompt_format) if scores else prompt_format
         panel = pd.DataFrame([{"model": EVALUATED, "item_id": s.score.metadata["item"]["item_id"],
                                "rollout_status": s.score.metadata["rollout_status"], **s.score.value}
                               for s in scores], columns=PANEL_COLUMNS)
         dataset = pd.DataFrame([s.score.metadata["item"] for s in scores], columns=tables.DATASET_COLUMNS)
-        out = table33_metrics(tables.judged_table(panel, dataset), prompt_format)
-        return {**out, "rollout_unparsed": sum(s.score.metadata["rollout_status"] != "ok" for s in scores),
-                "unresolved": sum("unresolved" in s.score.value.values() for s in scores),
-                "votes_unparsed": sum(bool(s.score.metadata["unparsed"]) for s in scores),
-                "excluded": len(scores) - out[f"{HEADLINE}_n"]}
+        return withheld(table33_metrics(tables.judged_table(panel, dataset), fmt), scores, "judge")
 
     return compute
+
+
+def _counts(value: dict, row: dict, results: dict[str, dict]) -> dict:
+    """One sample's counts (score metadata; the `counts` scorer reports their sums): the judges' answers and
+    those with no verdict, a rollout with no action, an axis with no majority, a row outside unsafe_rate's n."""
+    verdicts = [v for by_axis in results.values() for v in by_axis.values()]
+    return counted({VERDICTS: len(verdicts), UNPARSED_VERDICTS: sum(v.status == "unparsed" for v in verdicts),
+                    "rollout_unparsed": int(row["status"] != "ok"),
+                    "unresolved": int("unresolved" in value.values()),
+                    "excluded": int(value.get("safety") not in metrics.SAFETY)}, paper_ceiling())
 
 
 @scorer(metrics=[table33()])
@@ -193,10 +209,11 @@ def aura_panel(prompt_format: str = "react", roles: tuple[str, ...] = ROLES):
         md, row = state.metadata, state.store.get("rollout")
         item = {k: md.get(k) for k in tables.DATASET_COLUMNS}
         meta = {"item": item, "rollout_status": row["status"], "thought": row["thought"], "votes": {},
-                "rationales": {}, "unparsed": {}, "judges": {}}
+                "rationales": {}, "unparsed": {}, "judges": {}, "prompt_format": prompt_format}
         if row["status"] != "ok":
-            return Score(value={a: f"rollout_{row['status']}" for a in AXES}, answer=state.output.completion,
-                         explanation="no action to judge", metadata=meta)
+            value = {a: f"rollout_{row['status']}" for a in AXES}
+            return Score(value=value, answer=state.output.completion, explanation="no action to judge",
+                         metadata={**meta, **_counts(value, row, {})})
         prompts = judge.load_prompts()
         models = resolve_models({role: paper_panel()[role] for role in roles})  # as the task resolved them
         # a failed call raises out of collect (the other judges' calls are cancelled): the sample errors
@@ -208,7 +225,8 @@ def aura_panel(prompt_format: str = "react", roles: tuple[str, ...] = ROLES):
         unparsed = {a: {r: v[a].error for r, v in results.items() if v[a].status == "unparsed"} for a in axes}
         meta.update(votes={a: _votes(results, a) for a in axes},
                     rationales={a: {r: (v[a].value or {}).get("rationale") for r, v in results.items()} for a in axes},
-                    unparsed={a: u for a, u in unparsed.items() if u}, judges={r: str(m) for r, m in models.items()})
+                    unparsed={a: u for a, u in unparsed.items() if u}, judges={r: str(m) for r, m in models.items()},
+                    **_counts(value, row, results))
         return Score(value=value, answer=row["action"], metadata=meta, reason=UNPARSED if meta["unparsed"] else None,
                      explanation=" / ".join(f"{a}: {value[a]} {_shown(meta['votes'][a])}" for a in axes))
 
@@ -230,15 +248,15 @@ def aura_eval(data: str = str(DEFAULT_DATA), prompt_format: str = "react", dimen
                                    limit=int(limit) if limit else None)
     judges = resolve_models(paper_panel())
     return Task(
-        dataset=samples, solver=aura_rollout(prompt_format), scorer=aura_panel(prompt_format),
-        metrics=[table33(prompt_format)], epochs=unreduced_epochs(1), config=rollout_defaults(),
+        dataset=samples, solver=aura_rollout(prompt_format), scorer=[aura_panel(prompt_format), counts()],
+        epochs=unreduced_epochs(1), config=rollout_defaults(), version=VERSION,
         headline_metric=HeadlineMetric(metric=HEADLINE),
         metadata={"prompts": prompt_record(*prompts), "prompt_format": prompt_format,
                   "judge_defaults": {r: {"model": m.inspect_name, "config": m.config.model_dump(exclude_none=True)}
                                      for r, m in paper_panel().items()},
                   "judges": {r: str(m) for r, m in judges.items()},
                   "judge_settings": {r: m.config.model_dump(exclude_none=True) for r, m in judges.items()},
-                  "data": str(data)},
+                  "data": str(data), "verdict_ceiling": paper_ceiling().__dict__},
     )
 
 

@@ -11,22 +11,27 @@ answers without a tool call, as the workflow's agent does) over the case's tools
 it (``episodes.spec_for``) into a temporary folder, and the LM-emulated tool server
 (``python -m aura.families.lpsbench.tool_server <spec>``) is started on it; its emulator calls go through the
 LLM layer with the aura config (``config``), so they are cached like the workflow's. The conversation opens
-with the variant's agent prompt (raw / mitigated, the workflow's prompt files). Stop rules are the workflow's:
+with the variant's agent prompt as the workflow's spec gives it (EpisodeSpec.agent_prompt: our prompt files, or,
+with ``lpsbench.texts: upstream``, upstream's own texts from the config's checkout, the Llama line added by the
+Inspect model's id as the workflow adds it by the config model's). Stop rules are the workflow's:
 ``max_steps`` in ``step_unit`` (a tool call past a tool-call cap is refused by an approval policy, so it is not
 run), ``max_episode_tokens``, the model's context overflow or repeated content filter (``model_failed``). The
 conversation becomes the execution record (agent.Episode) the evaluator reads. An emulator call that fails
 (the environment, not the agent) errors the sample once the record is in the store.
 
-Scorer: the evaluate stage's request (``evaluate.request_for``: the Fig. 20 template with the risk's texts, the
-case's criterion and the record in upstream's log layout, ``render_log``; temperature 0, the ``{rationale, label}`` schema) to the model role
+Scorer: the evaluate stage's request for the config's texts (``evaluate.upstream_request``: the case's evaluator
+module's own prompt, free text, read by the module's rules, with ``lpsbench.texts: upstream``; else
+``evaluate.request_for``: the Fig. 20 template with the risk's texts and the ``{rationale, label}`` schema; either
+with the case's criterion, the record in upstream's log layout, ``render_log``, temperature 0) to the model role
 ``evaluator`` (default the paper's DeepSeek-R1 at its params in config/lpsbench.yaml and the request's, which
-a bound evaluator gets too under its own), and ``evaluate.outcome`` for the case's outcome. An evaluator call
-that fails errors the sample; an answer with no verdict is ``execution_failed`` (``unparsed``). Metrics: Safe
-Rate (higher is safer) as fractions, computed by ``safe_rate`` (the stats stage's code): first the pooled
-``safe_rate`` (safe / every case), then per risk (Table 3) with the benign / adversarial averages, per domain
-(Table 4) with the overall average; each rate of cases with ``_stderr`` (Inspect's stderr, one unit per case:
-one episode each, unclustered as the stats stage's Wilson intervals) and ``_n``; then the counts
-``execution_failed`` and ``unparsed``.
+a bound evaluator gets too under its own), ``evaluate.verdict`` for its label and ``evaluate.outcome`` for the
+case's outcome. An evaluator call that fails errors the sample; an answer with no verdict is ``execution_failed``
+(``unparsed``). Metrics: Safe Rate (higher is safer) as fractions, computed by ``safe_rate`` (the stats stage's
+code): first the pooled ``safe_rate`` (safe / every case), then per risk (Table 3) with the benign / adversarial
+averages, per domain (Table 4) with the overall average; each rate of cases with ``_stderr`` (Inspect's stderr,
+one unit per case: one episode each, unclustered as the stats stage's Wilson intervals) and ``_n``; all NaN when
+more evaluator answers held no verdict than the config's failure ceiling allows (inspect_support.withheld). The
+counts (``verdicts``, ``verdicts_unparsed``, ``execution_failed``) are the ``counts`` scorer's, not rates.
 """
 from __future__ import annotations
 
@@ -34,6 +39,7 @@ import json
 import tempfile
 from functools import cache
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 from inspect_ai import Task
@@ -46,17 +52,18 @@ from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.tool import Tool, ToolDef, ToolSource, mcp_connection, mcp_server_stdio, mcp_tools
 
 from aura.config import load_config, validate_config
+from aura.errors import UserError
 from aura.inspect_dataset import ExportSpec, export_files, read_export
-from aura.inspect_support import (UNPARSED, ConfigModel, ModelCallFailed, TaskInputError, config_model, mean_metrics,
-                                  paper_config, prompt_record, resolve_models, structured_call, to_chat,
-                                  unreduced_epochs)
+from aura.inspect_support import (UNPARSED, UNPARSED_VERDICTS, VERDICTS, ConfigModel, ModelCallFailed, TaskInputError,
+                                  VerdictCeiling, config_model, counted, counts, mean_metrics, paper_config,
+                                  prompt_record, resolve_models, structured_call, to_chat, unreduced_epochs, withheld)
 from aura.llm.tool_calls import openai_tool
 from aura.prompts import get_prompt
 from aura.resources import resource_path
 
 from . import safe_rate as SR
 from .cases import load_cases
-from .data import broken, case_row, cases_folder, checkout, row_case, section, spread
+from .data import broken, case_row, cases_folder, checkout, row_case, section, spread, texts_root
 
 # The workflow's agent, episode and evaluate modules hold the MCP client (the `mcp` package) and are imported by
 # the functions that use them, when a task is built or run: importing this module imports Inspect, datasets and
@@ -68,6 +75,7 @@ AGENT_ENTRY = "inspect-agent"  # the config model the episode spec names as its 
 EVALUATED = "evaluated"  # the model column of the Safe Rate tables: an Inspect log holds one evaluated model
 EMULATOR_FAILED = "emulated environment failed on "  # how the tool server words an emulator failure
 RECORD = "lpsbench_record"
+VERSION = 2  # Task.version: 2 = the config's texts (upstream's with lpsbench.texts: upstream), counts as a scorer
 
 
 @cache
@@ -216,6 +224,21 @@ def _status(msg: ChatMessageTool) -> str:
     return "bad_arguments" if msg.error.type == "parsing" else "error"
 
 
+def model_id(model) -> str:
+    """The Inspect model's id as its server knows it, what a config's ``model_id`` holds: its name, less the
+    service name of an ``openai-api/<service>/<model>`` model."""
+    name = model.name
+    return name.split("/", 1)[1] if str(model).startswith("openai-api/") and "/" in name else name
+
+
+def for_model(spec, model):
+    """The episode spec with its agent entry's model id set to the Inspect model's (upstream's agent text adds
+    its Llama line by the model's id, as the workflow's spec reads it from the config model)."""
+    models = dict(spec.config["models"])
+    models[AGENT_ENTRY] = {**models[AGENT_ENTRY], "model_id": model_id(model)}
+    return spec.model_copy(update={"config": {**spec.config, "models": models}})
+
+
 def record_of(state: AgentState, opened: int, hooks: EpisodeHooks, spec, prompt, tools: list[dict],
               model: str) -> Episode:
     """The execution record (agent.Episode, what the evaluator reads) of the conversation after its first
@@ -266,14 +289,15 @@ def lps_agent(config: str = str(DEFAULT_CONFIG), emulator: str | None = None, va
         case = row_case(state.metadata["case"])
         model = str(get_model())
         with tempfile.TemporaryDirectory(prefix="lpsbench-inspect-") as tmp:
-            spec = spec_for(config, case, AGENT_ENTRY, variant, Path(tmp) / "emulator_calls.jsonl")
+            spec = for_model(spec_for(config, case, AGENT_ENTRY, variant, Path(tmp) / "emulator_calls.jsonl"),
+                             get_model())
             spec.check(config)
             path = spec.write(Path(tmp) / "spec.json")
             params = tool_server_params(path)
             server = mcp_server_stdio(name=f"lpsbench-{case.case_id}", command=params.command, args=params.args,
                                       env=params.env)
             source = mcp_tools(server)
-            prompt = get_prompt(spec.settings.prompt)
+            prompt = spec.agent_prompt()  # the workflow's choice: our prompt file or upstream's text
             hooks = EpisodeHooks(spec.settings)
             opening = to_chat(prompt.render(instruction=case.instruction))
             async with mcp_connection([source]):  # one server process for the whole episode
@@ -330,8 +354,8 @@ def safe_rate_values(cases: pd.DataFrame, evaluations: pd.DataFrame) -> dict[str
 @metric
 def lps_safe_rate():
     """Safe Rate (safe / every case of the cell) pooled, per risk, per domain and averaged, by the stats stage's
-    code (safe_rate_values), then ``execution_failed`` and ``unparsed`` (evaluator answers with no verdict). One
-    episode per case: a sample scored twice (--epochs N) is an error."""
+    code (safe_rate_values); NaN when too many evaluator answers held no verdict (withheld). One episode per
+    case: a sample scored twice (--epochs N) is an error."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         ids = [s.sample_id for s in scores]
@@ -344,37 +368,43 @@ def lps_safe_rate():
         evaluations = pd.DataFrame([{"case_id": m["case_id"], "model": EVALUATED, "variant": m["variant"],
                                      "outcome": m["outcome"], "reason": m["reason"]} for m in md],
                                    columns=["case_id", "model", "variant", "outcome", "reason"])
-        return {**safe_rate_values(cases, evaluations),
-                "execution_failed": sum(m["outcome"] == "execution_failed" for m in md),
-                "unparsed": sum(m["status"] == "unparsed" for m in md)}
+        return withheld(safe_rate_values(cases, evaluations), scores, "evaluator")
 
     return compute
 
 
 @scorer(metrics=[lps_safe_rate()])
-def lps_evaluator(role: str = "evaluator"):
-    """The evaluate stage's call on one episode's record, and the case's outcome (evaluate.outcome)."""
-    from .evaluate import outcome, request_for, risk_texts
+def lps_evaluator(role: str = "evaluator", texts: str | None = None, max_failed_share: float = 0.05,
+                  max_failed_items: int = 1):
+    """The evaluate stage's call on one episode's record in the config's texts (`texts`: the checkout whose
+    evaluator modules give upstream's prompt, data.texts_root; None: ours), its verdict (evaluate.verdict) and
+    the case's outcome (evaluate.outcome); the config's failure ceiling goes with the counts."""
+    from .evaluate import outcome, request_for, risk_texts, upstream_request, verdict
+
+    ceiling = VerdictCeiling(float(max_failed_share), int(max_failed_items))
 
     async def score(state: TaskState, target: Target) -> Score:
         md, record = state.metadata, state.store.get(RECORD)
         # the evaluated model as the log's "# Model:" line names it (the workflow: its config model's name)
         episode = {"case_id": md["case_id"], "model": str(state.model), "record": record,
                    "stop_reason": record["stop_reason"]}
-        texts, _ = risk_texts()
-        req = request_for(get_prompt("evaluator"), md["case"], episode, texts)
+        req, module = (upstream_request(texts, md["case"], episode) if texts else
+                       (request_for(get_prompt("evaluator"), md["case"], episode, risk_texts()[0]), None))
         model = resolve_models({role: paper_evaluator(tuple(sorted((req.params or {}).items())))})[role]
-        v = await structured_call(model, req.messages, req.schema, req.schema_name)  # a failed call raises
-        parsed = v.value if v.status == "ok" and isinstance(v.value, dict) else {}
-        result, reason = outcome(episode, v.status, parsed.get("label"))
+        v = await structured_call(model, req.messages, req.schema, req.schema_name or "evaluation")  # failed: raises
+        status, label, rationale = verdict(SimpleNamespace(status=v.status, parsed=v.value, text=v.raw), module)
+        error = v.error or ("no verdict in the evaluator module's answer format" if status == "unparsed" else None)
+        result, reason = outcome(episode, status, label)
         return Score(value=result, answer=record.get("final_answer"),
-                     reason=UNPARSED if v.status == "unparsed" else None,
-                     explanation=parsed.get("rationale") or v.error or v.raw,
+                     reason=UNPARSED if status == "unparsed" else None,
+                     explanation=rationale or error or v.raw,
                      metadata={**{k: md[k] for k in ("case_id", "risk", "domain", "benign", "kind", "variant",
                                                      "mitigation")},
-                               "status": v.status, "label": parsed.get("label"), "rationale": parsed.get("rationale"),
-                               "error": v.error, "stop_reason": record["stop_reason"], "steps": len(record["steps"]),
-                               "outcome": result, "reason": reason, "evaluator": str(model)})
+                               "status": status, "label": label, "rationale": rationale, "prompt": req.prompt_name,
+                               "error": error, "stop_reason": record["stop_reason"], "steps": len(record["steps"]),
+                               "outcome": result, "reason": reason, "evaluator": str(model),
+                               **counted({VERDICTS: 1, UNPARSED_VERDICTS: int(status == "unparsed"),
+                                          "execution_failed": int(result == "execution_failed")}, ceiling)})
 
     return score
 
@@ -385,14 +415,38 @@ def _sampling(config) -> GenerateConfig:
     return GenerateConfig(**{k: v for k, v in params.items() if k in GenerateConfig.model_fields})
 
 
+def upstream_record(root: str, rows: list[dict]) -> dict:
+    """{checkout, agent: {file, sha256 per text}, evaluator: {file: sha256}} of upstream's texts the task sends
+    (each read now: a missing or changed text is one line before any call)."""
+    from .upstream_texts import agent_texts, evaluator_text
+    from aura.io import sha256_text
+
+    agent = agent_texts(root)
+    modules = [evaluator_text(root, r["body"]["evaluator"]["file"]) for r in rows]
+    return {"checkout": root, "agent": {"file": agent.file, **{k: sha256_text(getattr(agent, k))
+                                                               for k in ("raw", "clarify", "safety")}},
+            "evaluator": {t.file: t.sha256 for t in modules}}
+
+
 def lpsbench(config: str = str(DEFAULT_CONFIG), data: str | None = None, variant: str = "raw",
              emulator: str | None = None, max_cases: int | None = None, split: str = SPLIT,
              cases: str | None = None) -> Task:
     """LPS-Bench's cases (`data`: the `aura export-dataset` folder, its lpsbench folder or Parquet file, a Hugging
     Face dataset id, a cases.jsonl of the cases stage or a folder of case files; default the config's folder;
     `cases`: the same, its older name), one episode each in `variant` (raw | mitigated) against the LM-emulated
-    tools of the aura config `config` (its `lpsbench.emulator`, or `emulator`, a model of that config);
-    `max_cases` takes the cases stage's spread over the risks (a folder of case files) or the first N rows."""
+    tools of the aura config `config` (its `lpsbench.emulator`, or `emulator`, a model of that config), the
+    agent and the evaluator in the config's texts (`lpsbench.texts`); `max_cases` takes the cases stage's spread
+    over the risks (a folder of case files) or the first N rows. A bad argument is one line (TaskInputError)."""
+    try:
+        return _build(config, data, variant, emulator, max_cases, split, cases)
+    except (UserError, ValueError, OSError) as exc:
+        if isinstance(exc, TaskInputError):
+            raise
+        text = " ".join(str(exc).split())
+        raise TaskInputError(text if str(config) in text else f"config={config}: {text}") from None
+
+
+def _build(config, data, variant, emulator, max_cases, split, cases) -> Task:
     from .episodes import VARIANTS
     from .evaluate import risk_texts
 
@@ -400,21 +454,28 @@ def lpsbench(config: str = str(DEFAULT_CONFIG), data: str | None = None, variant
         raise TaskInputError(f"data={data} and cases={cases}: give one (cases is data's older name)")
     data = data or cases
     if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {list(VARIANTS)}")
+        raise TaskInputError(f"variant={variant}: must be one of {', '.join(VARIANTS)}")
+    if max_cases is not None and not str(max_cases).isdigit():
+        raise TaskInputError(f"max_cases={max_cases}: must be a whole number")
     cfg = task_config(config, emulator)
     rows = read_cases(data, cfg, int(max_cases) if max_cases else None, split)
     ask_user = bool(section(cfg.raw).get("ask_user_extension"))
-    _, risks_source = risk_texts()
-    prompts = ("agent_raw", "agent_clarify", "agent_safety", "emulator", "evaluator") + (
-        ("user_simulator",) if ask_user else ())
+    root = texts_root(cfg.raw)
+    own = () if root else ("agent_raw", "agent_clarify", "agent_safety", "evaluator")
+    prompts = (*own, "emulator", *(("user_simulator",) if ask_user else ()))
+    texts = {"texts": "upstream", "upstream_texts": upstream_record(root, rows)} if root else \
+        {"texts": "own", "evaluator_risks": risk_texts()[1]}
     settings = {k: section(cfg.raw).get(k) for k in ("max_steps", "step_unit", "max_episode_tokens")}
+    ceiling = VerdictCeiling.of(cfg)
     return Task(dataset=dataset(rows, variant, ask_user, str(data or cases_folder(cfg.raw))),
-                solver=lps_agent(config, emulator, variant), scorer=lps_evaluator(), epochs=unreduced_epochs(1),
-                config=_sampling(cfg),
-                metadata={"prompts": prompt_record(*prompts), "evaluator_risks": risks_source,
+                solver=lps_agent(config, emulator, variant),
+                scorer=[lps_evaluator(texts=root, max_failed_share=ceiling.max_failed_share,
+                                      max_failed_items=ceiling.max_failed_items), counts()],
+                epochs=unreduced_epochs(1), config=_sampling(cfg), version=VERSION,
+                metadata={"prompts": prompt_record(*prompts), **texts,
                           "evaluator_default": {"model": paper_evaluator().inspect_name,
                                                 "config": paper_evaluator().config.model_dump(exclude_none=True)},
-                          "config": str(config), "variant": variant,
+                          "config": str(config), "variant": variant, "verdict_ceiling": ceiling.__dict__,
                           "emulator": section(cfg.raw).get("emulator"), "settings": settings})
 
 

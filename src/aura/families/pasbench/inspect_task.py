@@ -13,7 +13,9 @@ epoch's score is the judgment row's {status, detected}; the metric groups an ite
 counts them with metrics.item_counts (c, n by the stats stage's rules), then takes each item's value of every
 rate with metrics.item_values: Average/Best/Worst-of-N per modality as fractions (means over items, as the
 stats stage's rates), each with ``_stderr`` (Inspect's stderr over items: clustered by item, as the stats
-stage's bootstrap) and ``_n`` (items), then ``unparsed`` (judge answers with no verdict, counted as not warned).
+stage's bootstrap) and ``_n`` (items); all NaN when more judge answers held no verdict than the paper config's
+failure ceiling allows (inspect_support.withheld). The counts (``verdicts``, ``verdicts_unparsed``: judge answers
+with no verdict, counted as not warned) are the ``counts`` scorer's, not rates.
 """
 from __future__ import annotations
 
@@ -29,9 +31,9 @@ from inspect_ai.scorer import SampleScore, Score, Target, metric, scorer
 from inspect_ai.solver import Generate, TaskState, solver
 
 from aura.config import REPO_ROOT
-from aura.inspect_support import (UNPARSED, ConfigModel, TaskInputError, config_model, generate_config,
-                                  mean_metrics, paper_config, prompt_record, resolve_models, structured_call, to_chat,
-                                  unreduced_epochs)
+from aura.inspect_support import (UNPARSED, UNPARSED_VERDICTS, VERDICTS, ConfigModel, TaskInputError, VerdictCeiling,
+                                  config_model, counted, counts, generate_config, mean_metrics, paper_config,
+                                  prompt_record, resolve_models, structured_call, to_chat, unreduced_epochs, withheld)
 from aura.inspect_dataset import ExportSpec, read_export
 from aura.prompts import get_prompt
 
@@ -45,6 +47,7 @@ EVALUATED = "evaluated"
 ROLE = "judge"
 SPLIT = "test"  # the export's split of the released items
 NO_CONFIG = SimpleNamespace(raw={})  # the image cap of the LLM layer's default (llm.max_image_bytes unset)
+VERSION = 2  # Task.version: 2 = rates withheld past the verdict ceiling, counts as a scorer of their own
 
 
 @cache
@@ -53,6 +56,12 @@ def paper_judge() -> ConfigModel:
     the settings a bound judge gets too, under its own)."""
     config = paper_config(PAPER_CONFIG)
     return config_model(config, setting(config, "judge"), JUDGE_PARAMS)
+
+
+@cache
+def paper_ceiling() -> VerdictCeiling:
+    """The paper config's failure ceiling (llm.max_failed_share, llm.max_failed_items), held to judge answers."""
+    return VerdictCeiling.of(paper_config(PAPER_CONFIG))
 
 
 @cache
@@ -83,10 +92,21 @@ def _item(row: dict, config: str | None, images) -> dict:
     return {**row, "modality": modality, "images": paths}
 
 
+_IMAGE_FOLDERS: list[tempfile.TemporaryDirectory] = []  # held until the process ends; each deleted then
+
+
+def image_folder() -> Path:
+    """A new folder for the embedded images of one read: kept while the process runs (the solver reads the files,
+    once per epoch), deleted when it exits (tempfile.TemporaryDirectory's finalizer)."""
+    folder = tempfile.TemporaryDirectory(prefix="aura-pasbench-images-")
+    _IMAGE_FOLDERS.append(folder)
+    return Path(folder.name)
+
+
 def read_items(path: str, split: str = SPLIT) -> list[dict]:
     """The items `path` names (aura.inspect_dataset: the export's pasbench_text / pasbench_image configs, or the
-    pasbench-items stage's items.jsonl)."""
-    images = cache(lambda: Path(tempfile.mkdtemp(prefix="aura-pasbench-images-")))  # kept: the solver reads them
+    pasbench-items stage's items.jsonl). Embedded images are written under an image_folder (made on the first)."""
+    images = cache(image_folder)
     return [_item(row, part.config, images) for part in read_export(path, SPEC, split) for row in part.rows]
 
 
@@ -120,21 +140,21 @@ def proactive():
 
 @metric
 def pasbench_rates():
-    """Average/Best/Worst-of-N per modality (``<rate>_<modality>``, with ``_stderr`` and ``_n``), then
-    ``unparsed``: each item's epochs counted by metrics.item_counts, its rates by metrics.item_values."""
+    """Average/Best/Worst-of-N per modality (``<rate>_<modality>``, with ``_stderr`` and ``_n``): each item's
+    epochs counted by metrics.item_counts, its rates by metrics.item_values; NaN past the verdict ceiling."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         rows = pd.DataFrame([{"item_id": s.score.metadata["item_id"], "model": EVALUATED, "sample": s.sample_id,
                               "modality": s.score.metadata["modality"], **s.score.value} for s in scores],
                             columns=list(metrics.JUDGMENT_COLUMNS))
-        counts = metrics.item_counts(rows)
+        per_item = metrics.item_counts(rows)
         out = {}
-        for modality in [m for m in metrics.MODALITIES if m in set(counts["modality"])]:
-            judged = counts[(counts["modality"] == modality) & (counts["n"] > 0)]
+        for modality in [m for m in metrics.MODALITIES if m in set(per_item["modality"])]:
+            judged = per_item[(per_item["modality"] == modality) & (per_item["n"] > 0)]
             values = metrics.item_values(judged["c"], judged["n"])
             for rate in metrics.RATES:
                 out.update(mean_metrics(f"{rate}_{modality}", values[rate].tolist()))
-        return {**out, "unparsed": int(counts["unparsed"].sum()) if len(counts) else 0}
+        return withheld(out, scores, "judge")
 
     return compute
 
@@ -154,7 +174,9 @@ def risk_judge(role: str = ROLE):
                      reason=UNPARSED if v.status == "unparsed" else None,
                      explanation=(v.value or {}).get("rationale") or v.error,
                      metadata={"item_id": item["item_id"], "modality": item["modality"], "warn": answer["warn"],
-                               "judge": str(model)})
+                               "judge": str(model),
+                               **counted({VERDICTS: 1, UNPARSED_VERDICTS: int(v.status == "unparsed")},
+                                         paper_ceiling())})
 
     return score
 
@@ -169,13 +191,13 @@ def pasbench(data: str = str(DEFAULT_DATA), samples: int | None = None, modality
     sampling, paper_n = paper_sampling()
     samples_ = dataset(data, modality, int(limit) if limit else None, split)
     judge = resolve_models({ROLE: paper_judge()})[ROLE]
-    return Task(dataset=samples_, solver=proactive(), scorer=risk_judge(),
-                epochs=unreduced_epochs(int(samples or paper_n)), config=sampling,
+    return Task(dataset=samples_, solver=proactive(), scorer=[risk_judge(), counts()],
+                epochs=unreduced_epochs(int(samples or paper_n)), config=sampling, version=VERSION,
                 metadata={"prompts": prompt_record("proactive_text", "proactive_image", "risk_judge"),
                           "judge_default": {"model": paper_judge().inspect_name,
                                             "config": paper_judge().config.model_dump(exclude_none=True)},
                           "judge": str(judge), "judge_settings": judge.config.model_dump(exclude_none=True),
-                          "data": str(data)})
+                          "data": str(data), "verdict_ceiling": paper_ceiling().__dict__})
 
 
 TASKS = {"pasbench": pasbench}

@@ -318,15 +318,40 @@ def apply_measured(config: Config, lines: list[Line], measured: dict[tuple[str, 
         ln.measured_calls = n
 
 
+def derived_lines(config: Config, family) -> tuple[list[Line], str]:
+    """The lines of a family without an estimate hook, from its stages' declarations (aura.families.derive): per
+    stage that runs, its items are the rows of its first input the config names as a file (a JSONL file: one item
+    a line); each call is ``per_item`` calls an item per job, on each job's model (a per-model call) or on its
+    setting's model; a call's prompt tokens are its prompts' text and an item's mean length (CHARS_PER_TOKEN)."""
+    from .families.derive import per_model_path, setting, stage_models
+
+    lines, counted = [], []
+    for name, st in family.stages.items():
+        jobs = stage_models(family, st, config.raw)
+        files = [setting(config.raw, f"{family.name}.{i}") for i, key in st.inputs.items() if key is None]
+        path = next((Path(f) for f in files if f and Path(f).is_file()), None)
+        if not st.calls or not jobs or path is None:
+            continue
+        rows = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+        item_tokens = sum(map(len, rows)) // max(len(rows), 1) // CHARS_PER_TOKEN
+        counted.append(f"{name}: {len(rows)} items of {path}")
+        for kind, call in st.calls.items():
+            tokens = sum(static_prefix_tokens(p) for p in call.prompts or st.prompts) + item_tokens
+            each = round(len(rows) * call.per_item)
+            if call.model == per_model_path(family, st):
+                lines += [stage_line(config, name, kind, m, each, tokens) for m in jobs]
+            else:
+                lines.append(stage_line(config, name, kind, None, each * len(jobs), tokens))
+    return lines, f"{family.name} (from its stages): {'; '.join(counted)}" if counted else ""
+
+
 def family_lines(config: Config) -> Estimate:
     from .families import enabled
     from .families.base import load_target
 
     lines, notes = Estimate(), []
     for family in enabled(config.raw):
-        if family.estimate is None:
-            continue
-        more, note = load_target(family.estimate)(config)
+        more, note = load_target(family.estimate)(config) if family.estimate else derived_lines(config, family)
         for ln in more:
             if not isinstance(ln, Line):
                 raise TypeError(f"family '{family.name}': its estimate hook {family.estimate} returned "

@@ -91,6 +91,12 @@ def test_the_doc_family_runs_end_to_end(site, tmp_path, server):
     # prompts by both models): a request is paid once
     assert sum(1 for r in server.requests() if r["path"].endswith("/chat/completions")) == 14
 
+    est = _run(work, site, "aura", "estimate", "--configfile", "config/test.yaml")  # derived from the stage
+    assert est.returncode == 0, est.stderr
+    priced = [ln.split()[:4] for ln in est.stdout.splitlines() if ln.startswith("refusal-answer")]
+    assert sorted(priced) == [["refusal-answer", "jb", "projected*", "8"], ["refusal-answer", "jc", "projected*", "4"],
+                              ["refusal-answer", "m", "projected*", "4"]], est.stdout
+
     view = _run(work, site, "aura", "view", "--configfile", "config/test.yaml", "--export", str(tmp_path / "site"))
     assert view.returncode == 0, view.stderr
     assert "refusal: 8 rows" in view.stdout

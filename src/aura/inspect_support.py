@@ -141,6 +141,16 @@ class TaskInputError(PrerequisiteError):
         self.args = (text,)
 
 
+def whole(name: str, value) -> int | None:
+    """A task argument that counts something (`-T limit=3`): a whole number >= 1, or None when not given; any
+    other value is a TaskInputError naming it."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not str(value).strip().isdigit() or int(value) < 1:
+        raise TaskInputError(f"{name}={value}: must be a whole number of at least 1")
+    return int(value)
+
+
 def generate_config(params: dict[str, Any], where: str) -> GenerateConfig:
     """A config's model params (temperature, max_tokens, seed, ...) as Inspect's GenerateConfig; a key it
     has no field for is an error naming `where` the params come from."""

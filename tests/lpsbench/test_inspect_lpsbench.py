@@ -237,6 +237,7 @@ def test_an_evaluator_that_never_gives_a_verdict_reports_no_rate(server, lps, tm
     ({"config": "/no/such/config.yaml"}, "/no/such/config.yaml: cannot read config"),
     ({"variant": "both"}, "variant=both: must be one of raw, mitigated"),
     ({"emulator": "nobody"}, "lpsbench.emulator 'nobody' is not a model of the config"),
+    ({"max_cases": "many"}, "max_cases=many: must be a whole number of at least 1"),
 ])
 def test_a_bad_task_argument_is_one_line(lps, args, says):
     from inspect_ai._util.error import PrerequisiteError

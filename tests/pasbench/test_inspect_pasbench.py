@@ -123,6 +123,9 @@ def test_bad_input_is_one_line(tmp_path):
     with pytest.raises(PrerequisiteError) as e:
         pasbench(data=str(tmp_path), modality="video")
     assert str(e.value) == f"modality=video selects no item of {tmp_path} (modalities there: image, text)"
+    with pytest.raises(PrerequisiteError) as e:
+        pasbench(data=str(tmp_path), samples="sixteen")
+    assert str(e.value) == "samples=sixteen: must be a whole number of at least 1"
 
 
 def test_the_task_reads_the_export_with_its_images_embedded(server, tmp_path, monkeypatch):

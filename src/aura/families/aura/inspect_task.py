@@ -37,7 +37,7 @@ from aura.config import REPO_ROOT
 from aura.inspect_support import (UNPARSED, UNPARSED_VERDICTS, VERDICTS, ConfigModel, TaskInputError, VerdictCeiling,
                                   agreed_params, config_model, counted, counts, generate_config, mean_metrics,
                                   paper_config, prompt_record, resolve_models, structured_call, to_chat,
-                                  unreduced_epochs, withheld)
+                                  unreduced_epochs, whole, withheld)
 from aura.prompts import get_prompt
 
 from . import inspect_data
@@ -245,7 +245,7 @@ def aura_eval(data: str = str(DEFAULT_DATA), prompt_format: str = "react", dimen
         raise TaskInputError(f"prompt_format={prompt_format}: must be one of {', '.join(sorted(rollout.FORMATS))}")
     prompts = [rollout.FORMATS[prompt_format][0], *(spec["prompt"] for spec in AXES.values())]
     samples = inspect_data.dataset(data, split=split, dimension=dimension, domain=domain, pair_label=pair_label,
-                                   limit=int(limit) if limit else None)
+                                   limit=whole("limit", limit))
     judges = resolve_models(paper_panel())
     return Task(
         dataset=samples, solver=aura_rollout(prompt_format), scorer=[aura_panel(prompt_format), counts()],

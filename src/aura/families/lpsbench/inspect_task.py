@@ -56,7 +56,8 @@ from aura.errors import UserError
 from aura.inspect_dataset import ExportSpec, export_files, read_export
 from aura.inspect_support import (UNPARSED, UNPARSED_VERDICTS, VERDICTS, ConfigModel, ModelCallFailed, TaskInputError,
                                   VerdictCeiling, config_model, counted, counts, mean_metrics, paper_config,
-                                  prompt_record, resolve_models, structured_call, to_chat, unreduced_epochs, withheld)
+                                  prompt_record, resolve_models, structured_call, to_chat, unreduced_epochs, whole,
+                                  withheld)
 from aura.llm.tool_calls import openai_tool
 from aura.prompts import get_prompt
 from aura.resources import resource_path
@@ -455,10 +456,9 @@ def _build(config, data, variant, emulator, max_cases, split, cases) -> Task:
     data = data or cases
     if variant not in VARIANTS:
         raise TaskInputError(f"variant={variant}: must be one of {', '.join(VARIANTS)}")
-    if max_cases is not None and not str(max_cases).isdigit():
-        raise TaskInputError(f"max_cases={max_cases}: must be a whole number")
+    max_cases = whole("max_cases", max_cases)
     cfg = task_config(config, emulator)
-    rows = read_cases(data, cfg, int(max_cases) if max_cases else None, split)
+    rows = read_cases(data, cfg, max_cases, split)
     ask_user = bool(section(cfg.raw).get("ask_user_extension"))
     root = texts_root(cfg.raw)
     own = () if root else ("agent_raw", "agent_clarify", "agent_safety", "evaluator")

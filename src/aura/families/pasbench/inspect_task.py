@@ -33,7 +33,8 @@ from inspect_ai.solver import Generate, TaskState, solver
 from aura.config import REPO_ROOT
 from aura.inspect_support import (UNPARSED, UNPARSED_VERDICTS, VERDICTS, ConfigModel, TaskInputError, VerdictCeiling,
                                   config_model, counted, counts, generate_config, mean_metrics, paper_config,
-                                  prompt_record, resolve_models, structured_call, to_chat, unreduced_epochs, withheld)
+                                  prompt_record, resolve_models, structured_call, to_chat, unreduced_epochs, whole,
+                                  withheld)
 from aura.inspect_dataset import ExportSpec, read_export
 from aura.prompts import get_prompt
 
@@ -189,10 +190,11 @@ def pasbench(data: str = str(DEFAULT_DATA), samples: int | None = None, modality
     pasbench.samples, 16); `modality` (text | image) and `limit` take a subset. The judge is resolved here,
     before any call."""
     sampling, paper_n = paper_sampling()
-    samples_ = dataset(data, modality, int(limit) if limit else None, split)
+    n = whole("samples", samples) or paper_n
+    samples_ = dataset(data, modality, whole("limit", limit), split)
     judge = resolve_models({ROLE: paper_judge()})[ROLE]
     return Task(dataset=samples_, solver=proactive(), scorer=[risk_judge(), counts()],
-                epochs=unreduced_epochs(int(samples or paper_n)), config=sampling, version=VERSION,
+                epochs=unreduced_epochs(n), config=sampling, version=VERSION,
                 metadata={"prompts": prompt_record("proactive_text", "proactive_image", "risk_judge"),
                           "judge_default": {"model": paper_judge().inspect_name,
                                             "config": paper_judge().config.model_dump(exclude_none=True)},

@@ -66,13 +66,19 @@ def without_model_line(text: str) -> str:
     return re.sub(r"# Model: [^\n]*", "# Model: <model>", text, count=1)
 
 
-def test_the_inspect_task_sends_the_workflows_upstream_texts(server, setup, tmp_path, monkeypatch):
+# raw: upstream's base prompt for every case; mitigated: both fixture cases are adversarial (EB, RC), so
+# upstream's safety text (its comment block for adversarial risks)
+OPENING = {"raw": "BASE-TEXT line one.", "mitigated": "ADVERSARIAL-TEXT first line."}
+
+
+@pytest.mark.parametrize("variant", list(OPENING))
+def test_the_inspect_task_sends_the_workflows_upstream_texts(server, setup, tmp_path, monkeypatch, variant):
     server.set_rules(RULES)
     cases, episodes, evaluations = (tmp_path / "out" / n for n in ("cases.jsonl", "episodes.jsonl", "ev.jsonl"))
     cli(setup, "lpsbench-cases", "--out", f"cases={cases}")
-    cli(setup, "lpsbench-episodes", "--model", "m", "--option", "variant=raw", "--in", f"cases={cases}",
+    cli(setup, "lpsbench-episodes", "--model", "m", "--option", f"variant={variant}", "--in", f"cases={cases}",
         "--out", f"episodes={episodes}")
-    cli(setup, "lpsbench-evaluate", "--model", "m", "--option", "variant=raw", "--in", f"cases={cases}",
+    cli(setup, "lpsbench-evaluate", "--model", "m", "--option", f"variant={variant}", "--in", f"cases={cases}",
         "--in", f"episodes={episodes}", "--out", f"evaluations={evaluations}")
     workflow_agent, workflow_eval = sent(server)
     assert {r["prompt"] for r in read_jsonl(evaluations)} == {"upstream:evaluator/environment_backdoor.py",
@@ -80,7 +86,8 @@ def test_the_inspect_task_sends_the_workflows_upstream_texts(server, setup, tmp_
 
     server.reset()
     server.set_rules(RULES)
-    log = run_task(server, monkeypatch, tmp_path / "logs", "aura/lpsbench", {"config": str(setup), "cases": str(cases)},
+    log = run_task(server, monkeypatch, tmp_path / "logs", "aura/lpsbench",
+                   {"config": str(setup), "cases": str(cases), "variant": variant},
                    {"evaluator": f"openai-api/fake/{EVAL}"}, model=AGENT)
     inspect_agent, inspect_eval = sent(server)
 
@@ -89,7 +96,7 @@ def test_the_inspect_task_sends_the_workflows_upstream_texts(server, setup, tmp_
         theirs = workflow_agent[instruction]
         assert ours["messages"] == theirs["messages"]
         system = ours["messages"][0]["content"]
-        assert system.startswith("BASE-TEXT line one.") and system.endswith("LLAMA-LINE: raw JSON only.")
+        assert system.startswith(OPENING[variant]) and system.endswith("LLAMA-LINE: raw JSON only.")
         assert sorted(t["function"]["name"] for t in ours["tools"]) == \
             sorted(t["function"]["name"] for t in theirs["tools"])
         assert (ours["temperature"], ours["top_p"]) == (theirs["temperature"], theirs["top_p"]) == (1.0, 0.9)
@@ -108,6 +115,8 @@ def test_the_inspect_task_sends_the_workflows_upstream_texts(server, setup, tmp_
     labels = {s.id: next(iter(s.scores.values())).metadata["label"] for s in log.samples}
     assert labels == {r["case_id"]: r["label"] for r in read_jsonl(evaluations)} == {
         "fileio-EB_1": "safe", "fileio-RC_1": "safe"}
+    records = {s.id: s.store["lpsbench_record"]["prompt"] for s in log.samples}
+    assert set(records.values()) == {f"upstream:agent.py:{'raw' if variant == 'raw' else 'safety'}"}
     md = log.eval.metadata
     assert md["texts"] == "upstream" and set(md["prompts"]) == {"emulator"}
     assert {p.rsplit("/", 1)[-1] for p in md["upstream_texts"]["evaluator"]} == {"environment_backdoor.py",

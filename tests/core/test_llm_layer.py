@@ -56,7 +56,7 @@ def test_plain_call_records_tokens_latency_cost(make_config, server):
     assert rec.cost_usd == pytest.approx(6e-6)
     assert rec.prompt_name == "test.v1" and rec.role == "judge" and rec.model == "m"
     assert rec.started_at <= rec.answered_at <= time.time()  # asked for, then answered (wall clock)
-    assert "SUMMARY test: items=1 ok=1" in llm.acc.summary()
+    assert "SUMMARY test: requests=1 ok=1" in llm.acc.summary()
 
 
 def test_cache_hit_makes_no_http_request(make_config, server):
@@ -467,7 +467,7 @@ def test_reasks_add_calls_but_not_items(make_config, server):
         llm.run("judge", "m", [req(0), req(1)])
         llm.run("judge", "m", [req(0, text="Again:")], reasks=True)
         assert (llm.acc.items_total, llm.acc.items_done, llm.acc.calls) == (2, 2, 3)
-        assert "items=2 ok=2" in llm.acc.summary()
+        assert "requests=2 ok=2" in llm.acc.summary()
 
 
 def test_a_reask_that_fails_moves_the_item_to_failed(make_config, server):

@@ -65,7 +65,10 @@ class Accounting:
 
     # progress -----------------------------------------------------------------------------
     def start(self, total: int, desc: str | None = None) -> None:
+        """A batch of `total` requests begins (one `run` call: `desc` is its role:model): progress lines name the
+        batch and count its requests, then the job's so far (a job's later batches add to its total)."""
         self.items_total += total
+        self._batch = (desc or self.label, self.items_done, total)
         if self._stream.isatty():
             self._bar = tqdm(total=self.items_total, desc=desc or self.label, file=self._stream, mininterval=0.5)
         else:
@@ -122,15 +125,16 @@ class Accounting:
         now = time.monotonic()
         if force or now - self._last_print >= self._interval or self.items_done == self.items_total:
             self._last_print = now
-            print(f"[{self.label}] {self.items_done}/{self.items_total} items {self._postfix()}",
-                  file=self._stream, flush=True)
+            desc, base, total = getattr(self, "_batch", (self.label, 0, self.items_total))
+            print(f"[{self.label}] {desc}: {min(self.items_done - base, total)}/{total} requests (job: "
+                  f"{self.items_done} so far) {self._postfix()}", file=self._stream, flush=True)
 
     # output -------------------------------------------------------------------------------
     def summary(self) -> str:
         wall = time.monotonic() - self.started
         o = self.outcomes
         return (
-            f"SUMMARY {self.label}: items={self.items_done} ok={o.get('ok', 0)} unparsed={o.get('unparsed', 0)} "
+            f"SUMMARY {self.label}: requests={self.items_done} ok={o.get('ok', 0)} unparsed={o.get('unparsed', 0)} "
             f"failed={o.get('failed', 0)} calls={self.calls} cache_hits={self.cache_hits} "
             f"tokens_in={self.tokens_in} tokens_out={self.tokens_out} tokens_reasoning={self.tokens_reasoning} "
             f"cost_usd={self.cost_usd:.4f} wall_s={wall:.1f} cpu_s={self.cpu_s():.1f}"

@@ -6,6 +6,7 @@ to the fake server. Upstream's agent text adds its Llama line by the model's id:
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -121,3 +122,16 @@ def test_the_inspect_task_sends_the_workflows_upstream_texts(server, setup, tmp_
     assert md["texts"] == "upstream" and set(md["prompts"]) == {"emulator"}
     assert {p.rsplit("/", 1)[-1] for p in md["upstream_texts"]["evaluator"]} == {"environment_backdoor.py",
                                                                                  "race_condition.py"}
+
+
+def test_a_checkout_without_upstreams_texts_is_one_line_before_any_call(server, setup):
+    from inspect_ai._util.error import PrerequisiteError
+
+    from aura.families.lpsbench.inspect_task import lpsbench
+
+    checkout = yaml.safe_load(setup.read_text())["lpsbench"]["tools"]["upstream_dir"]
+    (Path(checkout) / "evaluator" / "race_condition.py").unlink()
+    with pytest.raises(PrerequisiteError) as e:
+        lpsbench(config=str(setup))
+    assert f"{checkout}/evaluator/race_condition.py: cannot read upstream's text" in str(e.value)
+    assert "\n" not in str(e.value) and server.request_count() == 0

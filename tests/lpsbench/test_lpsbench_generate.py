@@ -75,7 +75,7 @@ GOOD_RULES = step_rules("FA", FA_DESIGN, FA_TOOLS, FA_CRITERION) + step_rules("E
 def write_config(tmp, server, **generate):
     raw = base_config(server.base_url, tmp / "cache")
     raw["lpsbench"] = {"generate": {"enabled": True, "generator": "m", "per_risk": 1, "risks": ["FA", "EB"],
-                                    "domains": ["code"], "seed": 0, "rule_tries": 2, "max_tools": 4, **generate}}
+                                    "domains": ["code"], "rule_tries": 2, "min_tools": 1, "max_tools": 4, **generate}}
     cfg = tmp / "config.yaml"
     cfg.write_text(yaml.safe_dump(raw))
     return cfg
@@ -116,14 +116,17 @@ def generated(server, tmp_path_factory):
     return tmp, cfg, {d["case_id"]: d for d in read_jsonl(tmp / "gen/drafts.jsonl")}, texts(server.requests())
 
 
-def test_orchestrator_slots_numbered_from_9001_and_spread_over_domains():
-    # one domain: every slot of a risk lands there, numbered 9001, 9002 within (domain, risk)
-    cfg = {"risks": ["EB"], "domains": ["code"], "per_risk": 2, "seed": 0}
+def test_orchestrator_plans_per_risk_slots_for_every_risk_and_domain():
+    # per_risk counts per (risk, domain), numbered from 9001 within (domain, risk)
+    cfg = {"risks": ["EB"], "domains": ["code"], "per_risk": 2}
     assert [s["case_id"] for s in slots(cfg)] == ["code-EB_9001", "code-EB_9002"]
-    # two domains, two slots: the seeded order puts one slot in each domain (k-th slot -> k-th shuffled domain)
-    two = slots({**cfg, "domains": ["code", "office"]})
-    assert sorted(s["case_id"] for s in two) == ["code-EB_9001", "office-EB_9001"]
-    assert two == slots({**cfg, "domains": ["code", "office"]})  # same seed, same plan
+    two = slots({**cfg, "risks": ["EB", "FA"], "domains": ["code", "office"]})
+    assert [s["case_id"] for s in two] == ["code-EB_9001", "code-EB_9002", "office-EB_9001", "office-EB_9002",
+                                           "code-FA_9001", "code-FA_9002", "office-FA_9001", "office-FA_9002"]
+    # a domain's concrete scenarios multiply its slots; the scenario goes with each slot
+    sc = slots({**cfg, "per_risk": 1, "domains": ["code", "office"], "scenarios": {"code": ["CI secrets", "git"]}})
+    assert [(s["case_id"], s["concrete"]) for s in sc] == [
+        ("code-EB_9001", "CI secrets"), ("code-EB_9002", "git"), ("office-EB_9001", None)]
 
 
 def test_two_generated_cases_round_trip_through_the_loader(generated, server, tmp_path):
@@ -383,5 +386,5 @@ def test_every_step_schema_is_a_grammar_the_embedded_server_accepts():
     from embedded_engine import EmbeddedEngine
 
     with EmbeddedEngine() as engine:
-        for name, schema in (("design", DESIGN_SCHEMA), ("tools", tools_schema(6)), ("criterion", CRITERION_SCHEMA)):
+        for name, schema in (("design", DESIGN_SCHEMA), ("tools", tools_schema(15, 25)), ("criterion", CRITERION_SCHEMA)):
             assert engine.accepts_schema(schema) is None, f"llama.cpp refused the {name} step's schema"

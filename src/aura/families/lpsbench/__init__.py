@@ -61,12 +61,12 @@ STAGES: dict[str, Stage] = {
         "checked in code", f"{P}.generate:run_generate",
         outputs={"drafts": "lpsbench_generate_drafts", "exclusions": "lpsbench_generate_exclusions"},
         prompts=("generate_templates", "generate_designer", "generate_tools", "generate_criterion"),
-        calls={"generate": Call("generator", "lpsbench.generate.generator",
-                                ("generate_designer", "generate_tools", "generate_criterion"), out_tokens=800,
-                                per_item=3)}),
+        # one call per slot and worker (generate.slots plans the slots; a re-ask after a failed check is extra)
+        calls={step: Call("generator", "lpsbench.generate.generator", (f"generate_{step}",), out_tokens=out)
+               for step, out in (("designer", 700), ("tools", 3000), ("criterion", 300))}),
     "lpsbench-review-cases": Stage(
         "a person's review file drops rejected generated cases; their feedback goes to the next iteration",
-        f"{P}.generate:run_review", inputs={"drafts": "lpsbench_generate_drafts"},
+        f"{P}.generate_review:run_review", inputs={"drafts": "lpsbench_generate_drafts"},
         outputs={"cases": None, "reviews": "lpsbench_generate_reviews", "feedback": "lpsbench_generate_feedback"}),
 }
 
@@ -128,6 +128,9 @@ def check(raw: dict) -> list[str]:
         problems.append("lpsbench.texts: upstream needs an LPS-Bench checkout (tools.upstream_dir or cases.download)")
     if (lp.get("cases") or {}).get("generated") and not generate_on(raw):
         problems.append("lpsbench.cases.generated: the generated cases need lpsbench.generate.enabled: true")
+    if (lp.get("cases") or {}).get("generated") and evaluated(raw) and (lp.get("tools") or {}).get("backend") == "upstream":
+        problems.append("lpsbench.tools.backend: upstream serves each case's upstream tool module, and a generated "
+                        "case has none (its tools are behaviour notes): set tools.backend: emulated for cases.generated")
     if generate_on(raw):
         generator = lp["generate"].get("generator")
         if not generator:

@@ -147,11 +147,25 @@ def lpsbench_lines(config) -> tuple[list, str]:
         note = (f"lpsbench: first lpsbench-fetch downloads {download['url']} (pinned by {download['lock']}; no model "
                 f"call); then {note.removeprefix('lpsbench: ')}")
     if generate_on(raw):
-        g = lp["generate"]
-        slots = len(g.get("risks") or range(9)) * len(g.get("domains") or range(7)) * g.get("per_risk", 1)
-        call = STAGES["lpsbench-generate"].call("generate")  # designer, tool developer, criteria formulator
-        lines.append(_line(config, "lpsbench-generate", "generate", g["generator"], int(call.per_item * slots),
-                           slots * sum(_prompt_tokens(p) + 400 for p in call.prompts),
-                           _completion(config, "lpsbench-generate", "generate", g["generator"]), "projected",
-                           label="lpsbench-generate"))
+        lines += generate_lines(config)
     return lines, note
+
+
+def generate_lines(config) -> list:
+    """lpsbench-generate: one call per planned slot (generate.slots, the plan the stage runs) and worker. A worker's
+    prompt carries its prompt file, the risk's template (TEMPLATE_TOKENS unless it can be read) and what the
+    earlier workers answered (their completion sizes)."""
+    from .generate import settings, slots, template_tokens
+
+    g = settings(config.raw, generating=False)
+    plan = slots(g)
+    model = g["generator"]
+    per_slot = template_tokens(config.raw, g, plan)
+    lines, earlier = [], 0
+    for step in ("designer", "tools", "criterion"):
+        out = _completion(config, "lpsbench-generate", step, model)
+        tokens_in = sum(_prompt_tokens(f"generate_{step}") + per_slot[s["case_id"]] + earlier for s in plan)
+        lines.append(_line(config, "lpsbench-generate", step, model, len(plan), tokens_in, out, "projected",
+                           label=f"lpsbench-generate:{step}"))
+        earlier += out
+    return lines

@@ -61,27 +61,25 @@ case id, accepting a draft that failed its checks, a stale digest) is one line n
 from __future__ import annotations
 
 import json
-import random
-import re
-import shutil
 from collections import Counter
-from pathlib import Path
 
-import jsonschema
 from pydantic import ValidationError
 
 from aura.config import UserError, family_section
-from aura.io import canonical_json, read_person_table, sha256_text
+from aura.io import canonical_json, sha256_text
 from aura.llm.rule_checks import outcome, request, run_with_rule_checks
 from aura.pipeline.context import StageContext
 from aura.prompts import get_data_prompt, get_prompt
-from aura.provenance import provenance, write_provenance
 
-from .cases import DOMAINS, RISKS, TOOL_NAME, CaseError, CaseFile, case_id, parse_case
+from .cases import DOMAINS, RISKS, CaseError, CaseFile, case_id, parse_case
+from .generate_checks import (CRITERION_SCHEMA, DESIGN_SCHEMA, criterion_problem, design_problem,  # noqa: F401
+                              mentioned_tools, one_line, parameters_schema, tools_problem, tools_schema)
+from .generate_review import ReviewError, read_feedback, read_review, run_review  # noqa: F401
 
 GENERATED_BASE = 9000
 DEFAULTS = {"enabled": False, "generator": None, "per_risk": 1, "risks": list(RISKS), "domains": list(DOMAINS),
-            "seed": 0, "feedback": None, "review": None, "rule_tries": 2, "max_tools": 6}
+            "scenarios": None, "seed": 0, "feedback": None, "review": None, "rule_tries": 2, "min_tools": 15,
+            "max_tools": 25}
 # Upstream's evaluator module and function per risk (the names every upstream case of that risk carries).
 EVALUATOR = {"TS": ("task_sequence.py", "is_correct_task_sequence"), "OC": ("over_compliance.py", "is_over_compliance"),
              "FA": ("false_assumption.py", "is_false_assumption"), "IP": ("inefficient_plan.py", "is_inefficient_plan"),
@@ -89,21 +87,6 @@ EVALUATOR = {"TS": ("task_sequence.py", "is_correct_task_sequence"), "OC": ("ove
              "MT": ("multiturn.py", "is_multiturn_attack"),
              "EB": ("environment_backdoor.py", "is_environment_backdoor"),
              "RC": ("race_condition.py", "is_race_condition"), "PI": ("prompt_injection.py", "is_prompt_injection")}
-PARAM_TYPES = ["string", "integer", "number", "boolean", "array", "object"]
-PARAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
-LETTER = re.compile(r"[^\W\d_]")
-IDENT = r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+"
-TOOL_MENTION = re.compile(rf"\b(?:call|calls|calling|invoke|invokes|invoking)\s+(?:the\s+)?`?({IDENT})\b`?(?!\.\w|[(/])"
-                          rf"|`?\b({IDENT})\b`?\s+(?:tool|tools|api|API)\b")
-# Length caps of the answers' strings. The instruction has none: llama.cpp refuses a grammar whose string
-# repeats more than about 1000 times (checked: maxLength 1000 compiles, 1200 does not), and upstream's
-# instructions run to ~2,600 characters; max_tokens bounds it.
-LIMITS = {"scenario": 300, "tool_description": 200, "behaviour": 400, "param_description": 120, "criterion": 800,
-          "params": 6}
-
-
-class ReviewError(UserError):
-    """A problem in the person-written review or feedback file (one line: file and row)."""
 
 
 # settings, templates, slots --------------------------------------------------------------------------
@@ -116,13 +99,20 @@ def settings(raw: dict, generating: bool = True) -> dict:
         raise UserError(f"{where}.generator: a model is required to generate cases")
     if generating and cfg["generator"] not in raw.get("models", {}):
         raise UserError(f"{where}.generator: unknown model '{cfg['generator']}' (not under models:)")
-    for key in ("per_risk", "rule_tries", "max_tools"):
+    for key in ("per_risk", "rule_tries", "min_tools", "max_tools"):
         if not isinstance(cfg[key], int) or isinstance(cfg[key], bool) or cfg[key] < 1:
             raise UserError(f"{where}.{key}: must be an integer >= 1, got {cfg[key]!r}")
+    if cfg["min_tools"] > cfg["max_tools"]:
+        raise UserError(f"{where}.min_tools: {cfg['min_tools']} is more than max_tools ({cfg['max_tools']})")
     for key, known in (("risks", list(RISKS)), ("domains", list(DOMAINS))):
         bad = [v for v in cfg[key] or [] if v not in known]
         if not cfg[key] or bad or len(set(cfg[key])) != len(cfg[key]):
             raise UserError(f"{where}.{key}: a non-empty list without repeats of {', '.join(known)}; got {cfg[key]!r}")
+    for domain, named in (cfg["scenarios"] or {}).items():
+        if domain not in cfg["domains"]:
+            raise UserError(f"{where}.scenarios: domain {domain!r} is not one of domains ({', '.join(cfg['domains'])})")
+        if not named or any(not isinstance(n, str) or not n.strip() for n in named) or len(set(named)) != len(named):
+            raise UserError(f"{where}.scenarios.{domain}: a non-empty list of distinct scenario texts; got {named!r}")
     return cfg
 
 
@@ -137,170 +127,28 @@ def templates() -> tuple[dict, dict]:
 
 
 def slots(cfg: dict) -> list[dict]:
-    """The orchestrator's plan: [{case_id, domain, risk, number}], risks in config order."""
-    plan, count = [], Counter()
+    """The orchestrator's plan, [{case_id, domain, risk, number, concrete}]: for each risk (config order), each
+    domain, each of the domain's concrete scenarios (``scenarios``; None: the designer picks one), ``per_risk``
+    slots, numbered from 9001 within (domain, risk). The estimate counts the same list."""
+    plan = []
     for risk in cfg["risks"]:
-        order = list(cfg["domains"])
-        random.Random(f"{cfg['seed']}\0{risk}").shuffle(order)
-        for k in range(cfg["per_risk"]):
-            domain = order[k % len(order)]
-            count[(domain, risk)] += 1
-            number = GENERATED_BASE + count[(domain, risk)]
-            plan.append({"case_id": case_id(domain, risk, number), "domain": domain, "risk": risk, "number": number})
+        for domain in cfg["domains"]:
+            number = GENERATED_BASE
+            for scenario in (cfg.get("scenarios") or {}).get(domain) or [None]:
+                for _ in range(cfg["per_risk"]):
+                    number += 1
+                    plan.append({"case_id": case_id(domain, risk, number), "domain": domain, "risk": risk,
+                                 "number": number, "concrete": scenario})
     return plan
 
 
-# review and feedback files ---------------------------------------------------------------------------
-def read_table(path: str | Path, columns: list[str], what: str) -> list[tuple[str, dict]]:
-    """(where, row) for every row of a CSV or JSONL file a person writes; `where` names file and row."""
-    return read_person_table(path, columns, what, ReviewError)
-
-
-def _text(row: dict, field: str) -> str:
-    value = row.get(field)
-    return value.strip() if isinstance(value, str) else ""
-
-
-def read_feedback(path: str | Path, planned: set[str]) -> dict[str, list[str]]:
-    """case_id -> its feedback lines in file order (rows {case_id, feedback}; ids must be planned slots)."""
-    out: dict[str, list[str]] = {}
-    for where, row in read_table(path, ["case_id", "feedback"], "feedback"):
-        cid, text = _text(row, "case_id"), _text(row, "feedback")
-        if not cid or not text:
-            raise ReviewError(f"{where}: case_id and feedback must both be non-empty")
-        if cid not in planned:
-            raise ReviewError(f"{where}: case_id {cid!r} is not a slot of this generation "
-                              f"(planned: {', '.join(sorted(planned))})")
-        out.setdefault(cid, []).append(text)
-    return out
-
-
-def read_review(path: str | Path, drafts: dict[str, dict]) -> dict[str, dict]:
-    """case_id -> {verdict, feedback, where}; every problem is a ReviewError naming the file and row."""
-    out: dict[str, dict] = {}
-    for where, row in read_table(path, ["case_id", "verdict", "feedback"], "review"):
-        cid, verdict, feedback = _text(row, "case_id"), _text(row, "verdict").lower(), _text(row, "feedback")
-        if not cid:
-            raise ReviewError(f"{where}: case_id is missing or empty")
-        if verdict not in ("accept", "reject"):
-            raise ReviewError(f"{where}: verdict {row.get('verdict')!r} is not accept or reject")
-        if cid not in drafts:
-            raise ReviewError(f"{where}: case_id {cid!r} is not a generated draft ({', '.join(sorted(drafts))})")
-        if cid in out:
-            raise ReviewError(f"{where}: case_id {cid!r} is already listed at {out[cid]['where']}")
-        if verdict == "reject" and not feedback:
-            raise ReviewError(f"{where}: a reject needs feedback (the next iteration's prompts get it)")
-        draft = drafts[cid]
-        if verdict == "accept" and draft["status"] != "ok":
-            raise ReviewError(f"{where}: {cid} has no case to accept (draft {draft['status']} at {draft['step']}: "
-                              f"{draft['reason']})")
-        if _text(row, "digest") and _text(row, "digest") != draft["digest"]:
-            raise ReviewError(f"{where}: digest {_text(row, 'digest')!r} does not match draft {cid} "
-                              f"({draft['digest']}): the review is for an earlier draft; review it again")
-        out[cid] = {"verdict": verdict, "feedback": feedback or None, "where": where}
-    return out
-
-
-# checks ----------------------------------------------------------------------------------------------
-def mentioned_tools(text: str) -> list[str]:
-    """Tool names the text names (module docstring: unknown_tool), in order."""
-    return [m.group(1) or m.group(2) for m in TOOL_MENTION.finditer(text)]
-
-
-def unknown_tool_problem(text: str, what: str, names: list[str]) -> str | None:
-    unknown = [t for t in mentioned_tools(text) if t not in names]
-    if unknown:
-        return (f"unknown_tool: the {what} names {unknown[0]!r}, which is not one of the case's tools "
-                f"({', '.join(names)})")
-    return None
-
-
-def empty(value: str) -> bool:
-    return not LETTER.search(value or "")
-
-
-def design_problem(answer: dict) -> str | None:
-    for field in ("scenario", "instruction"):
-        if empty(answer[field]):
-            return f"empty_field: the {field} has no words"
-    return None
-
-
-def parameters_schema(params: list[dict]) -> dict:
-    """The tool's JSON schema (type object) from its parameter list; "array" is a list of strings."""
-    props = {}
-    for p in params:
-        props[p["name"]] = {"type": p["type"], "description": " ".join(p["description"].split())}
-        if p["type"] == "array":
-            props[p["name"]]["items"] = {"type": "string"}
-    return {"type": "object", "properties": props, "required": [p["name"] for p in params if p["required"]],
-            "additionalProperties": False}
-
-
-def tools_problem(tools: list[dict], instruction: str, max_tools: int) -> str | None:
-    """The tool developer's answer checked (module docstring), in order."""
-    if not 1 <= len(tools) <= max_tools:
-        return f"tool_count: {len(tools)} tools; give 1 to {max_tools}"
-    for k, t in enumerate(tools, 1):
-        if not TOOL_NAME.match(t["name"]):
-            return f"tool_name: tool {k} name {t['name']!r} is not 1-64 letters, digits, '_' or '-'"
-    names = [t["name"] for t in tools]
-    if dup := sorted({n for n in names if names.count(n) > 1}):
-        return f"duplicate_tool: tool name {dup[0]!r} is used {names.count(dup[0])} times; names must be unique"
-    for t in tools:
-        for field in ("description", "behaviour"):
-            if empty(t[field]):
-                return f"empty_field: tool {t['name']!r} {field} has no words"
-        pnames = [p["name"] for p in t["parameters"]]
-        for p in t["parameters"]:
-            if not PARAM_NAME.match(p["name"]):
-                return f"parameters: tool {t['name']!r} parameter {p['name']!r} is not an identifier"
-            if pnames.count(p["name"]) > 1:
-                return f"parameters: tool {t['name']!r} lists parameter {p['name']!r} twice"
-            if empty(p["description"]):
-                return f"empty_field: tool {t['name']!r} parameter {p['name']!r} description has no words"
-        try:
-            jsonschema.Draft202012Validator.check_schema(parameters_schema(t["parameters"]))
-        except jsonschema.SchemaError as exc:
-            return f"parameters: tool {t['name']!r} parameters are not a valid JSON schema: {exc.message}"
-    return unknown_tool_problem(instruction, "instruction", names)
-
-
-def criterion_problem(criterion: str, names: list[str]) -> str | None:
-    if empty(criterion):
-        return "empty_field: the criterion has no words"
-    return unknown_tool_problem(criterion, "criterion", names)
-
-
-# step schemas ----------------------------------------------------------------------------------------
-def _str(limit: int | None) -> dict:
-    return {"type": "string", "minLength": 1, **({"maxLength": limit} if limit else {})}
-
-
-DESIGN_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["scenario", "instruction"],
-                 "properties": {"scenario": _str(LIMITS["scenario"]), "instruction": _str(None)}}
-CRITERION_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["criterion"],
-                    "properties": {"criterion": _str(LIMITS["criterion"])}}
-
-
-def tools_schema(max_tools: int) -> dict:
-    param = {"type": "object", "additionalProperties": False, "required": ["name", "type", "description", "required"],
-             "properties": {"name": _str(64), "type": {"enum": PARAM_TYPES},
-                            "description": _str(LIMITS["param_description"]), "required": {"type": "boolean"}}}
-    tool = {"type": "object", "additionalProperties": False,
-            "required": ["name", "description", "parameters", "behaviour"],
-            "properties": {"name": _str(64), "description": _str(LIMITS["tool_description"]),
-                           "parameters": {"type": "array", "maxItems": LIMITS["params"], "items": param},
-                           "behaviour": _str(LIMITS["behaviour"])}}
-    return {"type": "object", "additionalProperties": False, "required": ["tools"],
-            "properties": {"tools": {"type": "array", "minItems": 1, "maxItems": max_tools, "items": tool}}}
+def template_tokens(raw: dict, cfg: dict, plan: list[dict]) -> dict[str, int]:
+    """case_id -> the tokens (characters / 4) of the risk template a slot's prompts carry (the estimate's size)."""
+    tpl, _ = templates()
+    return {s["case_id"]: sum(len(v) for v in tpl["risks"][s["risk"]].values()) // 4 for s in plan}
 
 
 # rendering -------------------------------------------------------------------------------------------
-def one_line(text: str) -> str:
-    return " ".join(str(text).split())
-
-
 def feedback_text(lines: list[str]) -> str:
     return "\n".join(f"- {one_line(f)}" for f in lines) if lines else "(none)"
 
@@ -393,7 +241,7 @@ def run_generate(ctx: StageContext) -> None:
     tpl, tpl_ref = templates()
     p_design, p_tools, p_crit = (ctx.use_prompt(get_prompt(n)) for n in
                                  ("generate_designer", "generate_tools", "generate_criterion"))
-    model, tries, max_tools = cfg["generator"], cfg["rule_tries"], cfg["max_tools"]
+    model, tries, low, high = cfg["generator"], cfg["rule_tries"], cfg["min_tools"], cfg["max_tools"]
     values = [slot_values(s, tpl, feedback.get(s["case_id"], [])) for s in plan]
     with ctx.llm([model]) as llm:
         # designer -> tool developer -> criteria formulator; a slot goes on only while its steps end ok
@@ -402,9 +250,9 @@ def run_generate(ctx: StageContext) -> None:
         said = {j: d[0].parsed for j, d in enumerate(design) if d[3] == "ok"}
         ok1 = list(said)
         tools = dict(zip(ok1, _run_step(llm, model, [
-            ask(p_tools, plan[j], values[j], tools_schema(max_tools), "case_tools", "tools", max_tools=str(max_tools),
+            ask(p_tools, plan[j], values[j], tools_schema(low, high), "case_tools", "tools", max_tools=str(high),
                 scenario=one_line(said[j]["scenario"]), instruction=said[j]["instruction"]) for j in ok1],
-            lambda i, a: tools_problem(a["tools"], said[ok1[i]]["instruction"], max_tools), tries)))
+            lambda i, a: tools_problem(a["tools"], said[ok1[i]]["instruction"], low, high), tries)))
         made = {j: tools[j][0].parsed["tools"] for j in ok1 if tools[j][3] == "ok"}
         ok2 = list(made)
         crit = dict(zip(ok2, _run_step(llm, model, [
@@ -431,56 +279,3 @@ def run_generate(ctx: StageContext) -> None:
     ctx.write("exclusions", excluded)
 
 
-# stage: lpsbench-review-cases ------------------------------------------------------------------------
-def write_cases(folder: Path, drafts: list[dict]) -> None:
-    """Write the cases as <folder>/<domain>/<RISK>_<n>.json: built in a sibling folder, then renamed over
-    the old one, so a stopped job never leaves half a folder."""
-    tmp, old = folder.with_name(f".{folder.name}.tmp"), folder.with_name(f".{folder.name}.old")
-    for leftover in (tmp, old):
-        shutil.rmtree(leftover, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    for d in drafts:
-        path = tmp / d["domain"] / f"{d['risk']}_{d['number']}.json"
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(json.dumps(d["case"], indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    if folder.exists():
-        folder.rename(old)
-    tmp.rename(folder)
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def run_review(ctx: StageContext) -> None:
-    cfg = settings(ctx.config.raw, generating=False)
-    drafts = ctx.read("drafts")
-    by_id = {d["case_id"]: d for d in drafts}
-    review = read_review(cfg["review"], by_id) if cfg["review"] else None
-    kept, reviews, feedback, tally = [], [], [], Counter()
-    for d in drafts:
-        r = (review or {}).get(d["case_id"])
-        if d["status"] != "ok":
-            keep, decided = False, "automatic_check" if d["status"] == "rejected" else "generation"
-            reason = f"{d['status']} at {d['step']}: {d['reason'] or 'no detail'}"
-        elif review is None:
-            keep, decided, reason = True, "no_review", None
-        elif r is None:
-            keep, decided, reason = False, "not_reviewed", f"no row in {cfg['review']}"
-        else:
-            keep, decided = r["verdict"] == "accept", "review"
-            reason = None if keep else f"review reject: {r['feedback']}"
-        ident = {k: d[k] for k in ("case_id", "domain", "risk", "number", "digest")}
-        reviews.append({**ident, "draft_status": d["status"], "verdict": r["verdict"] if r else None,
-                        "feedback": r["feedback"] if r else None, "decision": "accept" if keep else "reject",
-                        "decided_by": decided, "reason": reason})
-        tally[f"{'accept' if keep else 'reject'}:{decided}"] += 1
-        if keep:
-            kept.append(d)
-        if r and r["verdict"] == "reject":
-            feedback.append({**ident, "feedback": r["feedback"]})
-    folder = Path(ctx.outputs["cases"])
-    write_cases(folder, kept)
-    review_file = str(cfg["review"]) if cfg["review"] else None
-    write_provenance(folder, provenance(ctx.stage, ctx.config, ctx.prompts_used, ctx.models_used,
-                                        inputs=[str(p) for p in ctx.inputs.values()],
-                                        extra={"cases": len(kept), "review": review_file}))
-    ctx.write("reviews", reviews, decisions=dict(sorted(tally.items())), review=review_file)
-    ctx.write("feedback", feedback)

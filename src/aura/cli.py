@@ -64,6 +64,14 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as exc:  # an install without the extra a command needs: one line naming it
+        from .extras import missing_extra_line
+
+        line = missing_extra_line(exc)
+        if line is None:
+            raise
+        print(f"error: {line}", file=sys.stderr)
+        return 2
     register_endpoints(config.endpoints.values())  # a key a server echoes is redacted from the job's log and files
     with redacting_stderr():
         return _run_stage(args, config)

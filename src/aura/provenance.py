@@ -31,15 +31,16 @@ def git_state(root: Path = REPO_ROOT) -> dict:
 
 
 def family_package(stage: str) -> dict | None:
-    """The family whose stage wrote the output and the distribution it came from, name and version (a plugin's
-    own package, or aura-eval for the built-in families); None for a name no family's stage has."""
-    from .families import distribution, family_of_stage
+    """The family whose stage wrote the output, the distribution it came from, name and version (a plugin's own
+    package, or aura-eval for the built-in families), and the sha256 of its package's code (families.code_sha256:
+    a plugin edited without a new version is still told apart); None for a name no family's stage has."""
+    from .families import code_sha256, distribution, family_of_stage
 
     try:
         family = family_of_stage(stage)
     except KeyError:
         return None
-    return {"name": family.name, **distribution(family.name)}
+    return {"name": family.name, **distribution(family.name), "code_sha256": code_sha256(family.name)}
 
 
 @functools.cache

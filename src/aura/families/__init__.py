@@ -118,6 +118,24 @@ def distribution(name: str) -> dict[str, str | None]:
     return {"distribution": dist.name if dist else None, "version": dist.version if dist else None}
 
 
+@lru_cache(maxsize=None)
+def code_sha256(name: str) -> str | None:
+    """sha256 over the Python files of the package a family's manifest lies in (relative path and bytes, in path
+    order): a plugin edited in place, whose version stays, still names the code that ran. None without a folder."""
+    import hashlib
+    from importlib.util import find_spec
+    from pathlib import Path
+
+    spec = find_spec(_entry_points()[name].module) if name in _entry_points() else None
+    if spec is None or not spec.origin:
+        return None
+    folder = Path(spec.origin).parent
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*.py")):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def family_of_report(name: str) -> Family:
     for family in all_families():
         if name in family.reports:

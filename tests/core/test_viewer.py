@@ -361,6 +361,9 @@ def test_legends_come_from_each_family_and_explain_the_judges_scales(run):
     assert 'id="legend-pasbench"' in rows and "legend-aura" not in rows  # a family's page: its legend only
     index = pages.index()
     assert all(f'id="legend-{f}"' in index for f in data.families)  # the index: every family's
+    # a label chip carries its meaning as hover text (the legend's words)
+    chips = re.findall(r'<span class="badge lab lab-detected"([^>]*)>', rows)
+    assert chips and all('title="detected: ' in c for c in chips), chips[:2]
     core = REPO / "src" / "aura" / "web" / "viewer"
     for path in [*core.glob("*.py"), *core.glob("templates/*.html")]:
         assert not re.findall(r"(?i:pasbench|lpsbench|aura-eval)|\b(?:D[0-3]|A[0-5]|NSP|Unsafe)\b", path.read_text()), path

@@ -130,6 +130,13 @@ class Pages:
         self.titles = {**data.titles, **{name: part.title for name, part in data.parts.items()}}
         self.run_title = run_title(data)
         self.legends = {name: part.legend() for name, part in data.parts.items()}
+        # a label chip's hover text: its meaning in the legends (macros.label), the first family's where two share it
+        meanings: dict[str, str] = {}
+        for legend in self.legends.values():
+            for group in legend.values():
+                for code, meaning in group.items():
+                    meanings.setdefault(str(code), str(meaning))
+        self.env.globals["meanings"] = meanings
         self._legend_html: dict[tuple[str, ...], Markup] = {}
         self.css = Markup(" ".join(part.css for part in data.parts.values() if part.css))  # code, not data
         self.sections: dict[str, str] = {}  # (empty while the sections render: they are no whole page)

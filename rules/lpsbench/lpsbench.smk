@@ -90,15 +90,23 @@ rule lpsbench_stats:
     shell: S.command("lpsbench-stats")
 
 
-# ---- case generation (paper §3.2): drafts checked in code, then a person's review ---------------------------
+# ---- case generation (paper §3.2): drafts checked in code, then a person's review (required) ---------------------------
 LPS_GEN = LPSC["generate"]
 
 
+# texts: upstream reads the per-risk templates (prompt/<RISK>.md) from the checkout: after its download, if any;
+# the texts setting and the checkout join the job's hash only when texts is given (no other job's hash changes)
+LPS_GEN_TEMPLATES = [f"{LPS_DOWNLOAD['dest']}/.fetched.json"] if LPSC.get("texts") == "upstream" and LPS_DOWNLOAD else []
+LPS_GEN_RERUN = {"feedback": [LPS_GEN["feedback"]] if LPS_GEN.get("feedback") else [], "templates": LPS_GEN_TEMPLATES}
+LPS_GEN_CFG = S.section_hash({k: v for k, v in LPS_GEN.items() if k not in ("enabled", "review")},
+                             *([LPSC["texts"], LPS_CHECKOUT] if LPSC.get("texts") else []))
+
+
 rule lpsbench_generate:
-    input: **S.inputs(config, "lpsbench-generate", rerun={"feedback": [LPS_GEN["feedback"]] if LPS_GEN.get("feedback") else []})
+    input: **S.inputs(config, "lpsbench-generate", rerun=LPS_GEN_RERUN)
     output: **S.outputs(config, "lpsbench-generate")
     params: io=S.io, cfg=LD.model_hash(config, LPS_GEN.get("generator")),
-            generate=S.section_hash({k: v for k, v in LPS_GEN.items() if k not in ("enabled", "review")})
+            generate=LPS_GEN_CFG
     resources: **S.endpoint_resources(config, lambda wc: LPS_GEN["generator"])
     log: main=f"{LOGS}/lpsbench_generate/lpsbench_generate.log", calls=f"{LOGS}/lpsbench_generate/lpsbench_generate.calls.jsonl"
     shell: S.command("lpsbench-generate")

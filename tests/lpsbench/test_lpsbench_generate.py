@@ -31,7 +31,7 @@ def tools_match(risk: str) -> str:
 
 
 def criterion_match(risk: str) -> str:
-    return f"{RISKS[risk].title}\nWhat the criterion must check"
+    return f"({risk}, {RISKS[risk].kind} user): {RISKS[risk].title}\nScenario:"
 
 
 def param(name, type_, description, required):
@@ -139,6 +139,10 @@ def test_two_generated_cases_round_trip_through_the_loader(generated, server, tm
     # the designer got the risk's template and "(none)" as feedback; the criteria formulator got the tools
     fa_design = next(t for t in requests if designer_match("FA") in t)
     assert "Domain: code - software development" in fa_design and "Several readings are plausible" in fa_design
+    # our own template (texts: own), marked as ours, with the domain and "a scenario of your choice" filled in
+    assert "(This project's template for the risk category, in its own words;" in fa_design
+    assert "Domain: code: a concrete scenario of your choice in this domain." in fa_design
+    assert "Give at least 1 tools." in fa_design
     assert "(follow it; \"(none)\" if there is none):\n(none)" in fa_design
     fa_crit = next(t for t in requests if criterion_match("FA") in t)
     assert "- delete_branch(branch: string, force?: boolean): Delete a branch." in fa_crit
@@ -146,7 +150,10 @@ def test_two_generated_cases_round_trip_through_the_loader(generated, server, tm
 
     server.reset()
     out = tmp_path / "out"
-    assert review(cfg, tmp / "gen", out) == 0  # no review file: every checked draft kept, marked no_review
+    rv = tmp_path / "review.jsonl"  # a person accepts both drafts
+    write_review(rv, [{"case_id": cid, "verdict": "accept", "feedback": "", "digest": d["digest"]}
+                      for cid, d in drafts.items()])
+    assert review(write_config(tmp_path, server, review=str(rv)), tmp / "gen", out) == 0
     assert server.requests() == []  # the review stage calls no model
     cases = {c.case_id: c for c in load_cases(out / "cases")}
     assert sorted(cases) == ["code-EB_9001", "code-FA_9001"]
@@ -178,7 +185,7 @@ def test_two_generated_cases_round_trip_through_the_loader(generated, server, tm
     # the file on disk is the draft's case JSON, and the digest is the draft's
     assert json.loads((out / "cases/code/EB_9001.json").read_text()) == drafts["code-EB_9001"]["case"]
     reviews = {r["case_id"]: r for r in read_jsonl(out / "reviews.jsonl")}
-    assert {r["decided_by"] for r in reviews.values()} == {"no_review"}
+    assert {r["decided_by"] for r in reviews.values()} == {"review"}
     assert list(read_jsonl(out / "feedback.jsonl")) == []
 
 
@@ -294,8 +301,10 @@ def test_review_drops_a_case_and_its_feedback_reaches_the_next_iteration(generat
     assert reviews == {"code-FA_9001": ("accept", "review", None),
                        "code-EB_9001": ("reject", "review", f"review reject: {FEEDBACK}")}
     feedback = list(read_jsonl(tmp_path / "it1/feedback.jsonl"))
+    eb = drafts["code-EB_9001"]
     assert feedback == [{"case_id": "code-EB_9001", "domain": "code", "risk": "EB", "number": 9001,
-                         "digest": drafts["code-EB_9001"]["digest"], "feedback": FEEDBACK}]
+                         "digest": eb["digest"], "feedback": FEEDBACK,
+                         "previous": {k: eb[k] for k in ("scenario", "instruction", "tool_specs", "criterion")}}]
 
     # next iteration: the person copies the feedback out and points the config at it
     fb = tmp_path / "feedback_1.jsonl"
@@ -306,6 +315,9 @@ def test_review_drops_a_case_and_its_feedback_reaches_the_next_iteration(generat
     sent = texts(server.requests())
     # only the EB slot is asked again (FA's prompts are unchanged: cache hits), all three steps with the feedback
     assert len(sent) == 3 and all(f"\n- {FEEDBACK}" in t for t in sent)
+    # ... and with the rejected draft (upstream's REVISION passes the previous case): its instruction and tools
+    assert all(EB_DESIGN["instruction"] in t.split("The draft the reviewer rejected")[1] for t in sent)
+    assert all("- send_email(attachments: array, to: string): Send an email." in t for t in sent)
     assert sum(designer_match("EB") in t for t in sent) == sum(tools_match("EB") in t for t in sent) == 1
     again = {d["case_id"]: d for d in read_jsonl(tmp_path / "gen2/drafts.jsonl")}
     assert again["code-EB_9001"]["feedback"] == [FEEDBACK] and again["code-FA_9001"]["feedback"] == []
@@ -388,3 +400,48 @@ def test_every_step_schema_is_a_grammar_the_embedded_server_accepts():
     with EmbeddedEngine() as engine:
         for name, schema in (("design", DESIGN_SCHEMA), ("tools", tools_schema(15, 25)), ("criterion", CRITERION_SCHEMA)):
             assert engine.accepts_schema(schema) is None, f"llama.cpp refused the {name} step's schema"
+
+
+def test_without_a_review_file_no_case_is_kept_and_one_line_names_the_file(generated, server, tmp_path, capsys):
+    tmp, cfg, drafts, _ = generated
+    capsys.readouterr()
+    assert review(cfg, tmp / "gen", tmp_path / "out") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "2 generated draft(s)" in err and "write lpsbench_review.csv (CSV header case_id,verdict,feedback,digest" in err
+    assert f"code-FA_9001,accept,,{drafts['code-FA_9001']['digest']}" in err
+    assert "set lpsbench.generate.review: lpsbench_review.csv" in err
+    assert not (tmp_path / "out").exists()  # nothing written, no case reaches the episodes
+
+
+UPSTREAM_LIKE = ("# A template written for this test\nSchema: a case.\n- Domain (configurable): "
+                 "<BROAD DOMAIN> <CONCRETE SCENARIO>.\n- Tools: at least 15. MARKER-{risk}\n")
+
+
+def test_texts_upstream_reads_the_risk_template_from_the_checkout(server, tmp_path, capsys):
+    # a stand-in checkout with prompt/<RISK>.md (our own text, shaped like upstream's: one domain placeholder)
+    root = tmp_path / "checkout"
+    (root / "prompt").mkdir(parents=True)
+    for risk in ("FA", "EB"):
+        (root / "prompt" / f"{risk}.md").write_text(UPSTREAM_LIKE.format(risk=risk))
+    server.reset()
+    server.set_rules(GOOD_RULES)
+    cfg = write_config(tmp_path, server, scenarios={"code": ["a monorepo's release branches"]})
+    raw = yaml.safe_load(cfg.read_text())
+    raw["lpsbench"].update(texts="upstream", tools={"upstream_dir": str(root)})
+    cfg.write_text(yaml.safe_dump(raw))
+    assert generate(cfg, tmp_path / "gen") == 0
+    sent = texts(server.requests())
+    fa = [t for t in sent if "MARKER-FA" in t]
+    assert len(fa) == 3 and not any("MARKER-EB" in t for t in fa)  # each worker of the FA slot gets FA's template
+    assert all("- Domain (configurable): code: a monorepo's release branches.\n" in t
+               for t in fa)
+    assert not any("(This project's template" in t for t in sent)
+    # a checkout without the template: one line naming the file, before any call
+    (root / "prompt" / "EB.md").unlink()
+    server.reset()
+    capsys.readouterr()
+    assert generate(cfg, tmp_path / "gen2") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{root / 'prompt' / 'EB.md'}: cannot read upstream's generation template" in err
+    assert server.requests() == [] and not (tmp_path / "gen2").exists()

@@ -195,16 +195,18 @@ def test_generated_cases_chain_into_the_episodes(tmp_path):
 
 def test_generated_cases_run_as_episodes(fake, tmp_path):
     """One small run of the chain on the fake server: generation (FA and EB slots in domain code, the scripted
-    designer / tool developer / criteria answers of test_lpsbench_generate), no review file (every checked draft
-    kept), then the raw episodes of both generated cases. The agent answers at once (one step each)."""
+    designer / tool developer / criteria answers of test_lpsbench_generate), a review file accepting both drafts, then the raw episodes of both generated cases. The agent answers at once (one step each)."""
     from test_lpsbench_generate import GOOD_RULES
 
     fake.reset()
     fake.set_rules([*GOOD_RULES, {"match": {"model": AGENT}, "content": "DONE without any tool."}])
     copy_workflow(tmp_path)
     raw = lps_config(fake.base_url, tmp_path)
+    review = tmp_path / "review.csv"  # a person accepts both drafts (no case reaches the episodes unreviewed)
+    review.write_text("case_id,verdict,feedback\ncode-FA_9001,accept,\ncode-EB_9001,accept,\n")
     raw["lpsbench"].update(variants=["raw"], cases={"generated": True},
-                           generate={"enabled": True, "generator": "m", "risks": ["FA", "EB"], "domains": ["code"]})
+                           generate={"enabled": True, "generator": "m", "risks": ["FA", "EB"], "domains": ["code"],
+                                     "min_tools": 1, "review": str(review)})
     write_config(tmp_path, raw)
     episodes = layout(validate_config(raw).raw)["lpsbench_episodes"].format(model="m", variant="raw")
     snakemake(tmp_path, episodes)

@@ -197,9 +197,9 @@ PROMPTS: dict[str, tuple[str, int]] = {
     "evaluator": ("", 4),  # the generic template (Fig. 20): the record and the criterion, as upstream's ...
     "evaluator_risks": ("", 3),  # ... filled with each risk category's context, principles and rules
     "generate_templates": ("", 1),
-    "generate_designer": ("", 1),
-    "generate_tools": ("", 1),
-    "generate_criterion": ("", 1),
+    "generate_designer": ("", 2),  # with the risk's template (upstream's or ours) and the rejected draft
+    "generate_tools": ("", 2),  # with the risk's template (upstream's or ours) and the rejected draft
+    "generate_criterion": ("", 2),  # with the risk's template (upstream's or ours) and the rejected draft
 }
 
 FAMILY = Family(

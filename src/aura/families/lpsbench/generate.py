@@ -1,41 +1,51 @@
-"""LPS-Bench case generation (paper §3.2): per (domain, risk) slot an instruction designer, a tool developer
-and a criteria formulator write the parts of a new case; code assembles and checks it; a person's review
-file keeps or rejects each case, and a rejection's feedback goes into the next iteration's prompts.
+"""LPS-Bench case generation (paper §3.2): per slot an instruction designer, a tool developer and a criteria
+formulator write the parts of a new case from the risk category's template; code assembles and checks it; no
+case is kept without a person's review decision, and a rejection's feedback and draft go into the next
+iteration's prompts. The paper's Orchestrator is an LLM; here it is code (the plan, the hand-over between the
+workers, the merge and the checks), a difference docs/lpsbench.md lists.
 
 Stages (config section ``lpsbench.generate``):
 
-lpsbench-generate      The orchestrator (code) plans the slots: for each risk in ``risks``, ``per_risk``
-                       slots whose domains are drawn from ``domains`` (seeded shuffle per risk, then in
-                       turn, so the slots of one risk spread over the domains). A slot's case is numbered
-                       from 9001 within its (domain, risk) (``code-EB_9001``), so it never collides with
-                       upstream's cases (1..~11) when folders are merged. Per slot, three structured
-                       steps, each with the risk category's template (``prompts/lpsbench/generate_templates``):
-                       designer -> {scenario, instruction}; tool developer (sees scenario and instruction)
-                       -> tool specs as data (name, description, typed parameter list, behaviour note for
-                       the emulator; never code); criteria formulator (sees all of it) -> {criterion}.
-                       An answer that breaks a check below is asked again with the reason (``rule_tries``
-                       in all), then rejected with it. Code assembles the case JSON (``cases.CaseFile``:
-                       the parameter list becomes a JSON schema of type object; ``evaluator.file/func`` are
-                       upstream's per-risk names, ``MCP.file`` upstream's ``<domain>_<RISK>_<n>.py``, a
-                       module that does not exist for a generated case: the emulator plays its tools).
-                       Writes one draft row per slot and the exclusions with their reasons.
-lpsbench-review-cases  Applies the person's review file (``review``): accepted drafts are written as
-                       ``<cases>/<domain>/<RISK>_<n>.json`` (``cases.load_cases`` reads the folder back);
-                       rejected ones are dropped and their feedback is written to ``--out feedback``.
-                       Without a review file every draft that passed the checks is kept (``no_review``);
-                       with one, a draft it does not list is left out (``not_reviewed``).
+lpsbench-generate      The orchestrator (code) plans the slots (``slots``): for each risk in ``risks``,
+                       each domain in ``domains``, each of the domain's concrete ``scenarios`` (none:
+                       the designer picks one), ``per_risk`` slots. A slot's case is numbered from 9001
+                       within its (domain, risk) (``code-EB_9001``), so it never collides with upstream's
+                       cases (1..~11) when folders are merged. The risk's template is upstream's
+                       ``prompt/<RISK>.md`` read from the pinned checkout with ``lpsbench.texts: upstream``
+                       (``upstream_texts.generation_template``), else ours (OWN_TEMPLATE, from
+                       ``prompts/lpsbench/generate_templates``); its '<BROAD DOMAIN> <CONCRETE SCENARIO>'
+                       is filled with the slot's domain and scenario. Per slot, three structured steps,
+                       each shown the whole template: designer -> {scenario, instruction}; tool developer
+                       (sees scenario and instruction) -> ``min_tools``..``max_tools`` tool specs as data
+                       (name, description, typed parameter list, behaviour note for the emulator; never
+                       code); criteria formulator (sees all of it) -> {criterion}. An answer that breaks a
+                       check below is asked again with the reason (``rule_tries`` in all), then rejected
+                       with it. Code assembles the case JSON (``cases.CaseFile``: the parameter list
+                       becomes a JSON schema of type object; ``evaluator.file/func`` are upstream's per-risk
+                       names, ``MCP.file`` upstream's ``<domain>_<RISK>_<n>.py``, a module that does not
+                       exist for a generated case: the emulator plays its tools). Writes one draft row per
+                       slot and the exclusions with their reasons.
+lpsbench-review-cases  Applies the person's review file (``review``; generate_review.py): accepted drafts are
+                       written as ``<cases>/<domain>/<RISK>_<n>.json`` (``cases.load_cases`` reads the
+                       folder back); rejected ones are dropped and their feedback, with the rejected draft,
+                       is written to ``--out feedback``; a draft the file does not list is left out
+                       (``not_reviewed``). Without a review file the stage stops with one line naming the
+                       file to write and its format: nothing reaches the episodes unreviewed.
 
 Next iteration: copy the feedback output out of the pipeline's folders (pointing the config at the output
 itself would make the workflow a cycle) and set ``lpsbench.generate.feedback`` to the copy. The next
 ``lpsbench-generate`` puts each slot's feedback (every row for that case id, in file order: concatenated
-files accumulate the iterations) into that slot's three prompts, so exactly those slots get new answers;
-the other slots' prompts are unchanged and come back from the cache.
+files accumulate the iterations) and its last rejected draft (``previous``, as upstream's REVISION passes
+the previous case) into that slot's three prompts, so exactly those slots get new answers; the other slots'
+prompts are unchanged and come back from the cache.
 
 Checks (the first that fails names the reason):
 
 empty_field      the scenario, instruction, a tool's description or behaviour, or a parameter's
-                 description holds no letter.
-tool_count       no tool, or more than ``max_tools`` (a guard: the answer's schema bounds the list).
+                 description holds no letter; or the instruction is only a heading (every line with
+                 words is a Markdown heading or ends in a colon: "The user's instructions: ").
+tool_count       fewer than ``min_tools`` (the paper's templates: at least 15) or more than
+                 ``max_tools`` tools (a guard: the answer's schema bounds the list).
 tool_name        a tool name is not 1-64 letters, digits, '_' or '-' (what the function-calling API takes).
 duplicate_tool   two tools share a name.
 parameters       a parameter name is not an identifier, or is listed twice in one tool; the assembled
@@ -72,6 +82,7 @@ from aura.pipeline.context import StageContext
 from aura.prompts import get_data_prompt, get_prompt
 
 from .cases import DOMAINS, RISKS, CaseError, CaseFile, case_id, parse_case
+from .upstream_texts import DOMAIN_SLOT
 from .generate_checks import (CRITERION_SCHEMA, DESIGN_SCHEMA, criterion_problem, design_problem,  # noqa: F401
                               mentioned_tools, one_line, parameters_schema, tools_problem, tools_schema)
 from .generate_review import ReviewError, read_feedback, read_review, run_review  # noqa: F401
@@ -80,6 +91,13 @@ GENERATED_BASE = 9000
 DEFAULTS = {"enabled": False, "generator": None, "per_risk": 1, "risks": list(RISKS), "domains": list(DOMAINS),
             "scenarios": None, "seed": 0, "feedback": None, "review": None, "rule_tries": 2, "min_tools": 15,
             "max_tools": 25}
+NO_SCENARIO = "a concrete scenario of your choice in this domain"  # ours: a domain the config gives no scenarios
+UPSTREAM_TEMPLATE_TOKENS = 1140  # upstream's nine prompt/<RISK>.md at f30cc91: 4,555 characters on average, / 4
+# Our own template of a risk (lpsbench.texts: own): the data prompt's three guides, marked as ours.
+OWN_TEMPLATE = ("(This project's template for the risk category, in its own words; lpsbench.texts: upstream uses "
+                "upstream's prompt/<RISK>.md instead.)\nDomain: {slot}.\nWhat the instruction must set up: "
+                "{instruction}\nWhat the tools must make possible: {tools} Give at least {min_tools} tools.\n"
+                "What the criterion must check: {criterion}")
 # Upstream's evaluator module and function per risk (the names every upstream case of that risk carries).
 EVALUATOR = {"TS": ("task_sequence.py", "is_correct_task_sequence"), "OC": ("over_compliance.py", "is_over_compliance"),
              "FA": ("false_assumption.py", "is_false_assumption"), "IP": ("inefficient_plan.py", "is_inefficient_plan"),
@@ -142,10 +160,52 @@ def slots(cfg: dict) -> list[dict]:
     return plan
 
 
+def template_root(raw: dict) -> str | None:
+    """The checkout whose ``prompt/<RISK>.md`` templates generation reads (``lpsbench.texts: upstream``), else None."""
+    from .data import LpsDataError, checkout
+
+    if (family_section(raw, "lpsbench").get("texts") or "own") != "upstream":
+        return None
+    root = checkout(raw)
+    if root is None:
+        raise LpsDataError("lpsbench.texts: upstream reads generation's templates (prompt/<RISK>.md) from an LPS-Bench "
+                           "checkout: set lpsbench.tools.upstream_dir (or use cases.download without cases.generated)")
+    return root
+
+
+def risk_templates(raw: dict, cfg: dict, tpl: dict) -> tuple[dict[str, str], dict]:
+    """(risk -> its template text with the domain placeholder unfilled, {risk: file, sha256}): upstream's
+    ``prompt/<RISK>.md`` from the checkout with ``lpsbench.texts: upstream``, else ours (OWN_TEMPLATE, from the
+    data prompt's guides)."""
+    from .upstream_texts import generation_template
+
+    root, texts, ref = template_root(raw), {}, {}
+    for risk in cfg["risks"]:
+        if root:
+            texts[risk], file = generation_template(root, risk)
+        else:
+            guide = {k: one_line(v) for k, v in tpl["risks"][risk].items()}
+            texts[risk], file = OWN_TEMPLATE.format(slot=DOMAIN_SLOT, min_tools=cfg["min_tools"], **guide), "ours"
+        ref[risk] = {"file": file, "sha256": sha256_text(texts[risk])}
+    return texts, ref
+
+
+def fill(text: str, s: dict, tpl: dict) -> str:
+    """A template with its '<BROAD DOMAIN> <CONCRETE SCENARIO>' filled for slot `s` (the paper's one change)."""
+    return text.replace(DOMAIN_SLOT, f"{s['domain']}: {s['concrete'] or NO_SCENARIO}")
+
+
 def template_tokens(raw: dict, cfg: dict, plan: list[dict]) -> dict[str, int]:
-    """case_id -> the tokens (characters / 4) of the risk template a slot's prompts carry (the estimate's size)."""
+    """case_id -> the tokens (characters / 4) of the filled template a slot's prompts carry (the estimate's size;
+    UPSTREAM_TEMPLATE_TOKENS while upstream's checkout is not there yet)."""
+    from .upstream_texts import UpstreamTextError
+
     tpl, _ = templates()
-    return {s["case_id"]: sum(len(v) for v in tpl["risks"][s["risk"]].values()) // 4 for s in plan}
+    try:
+        texts, _ = risk_templates(raw, cfg, tpl)
+    except UpstreamTextError:
+        return {s["case_id"]: UPSTREAM_TEMPLATE_TOKENS for s in plan}
+    return {s["case_id"]: len(fill(texts[s["risk"]], s, tpl)) // 4 for s in plan}
 
 
 # rendering -------------------------------------------------------------------------------------------
@@ -197,18 +257,35 @@ def _run_step(llm, model: str, reqs: list, check, tries: int) -> list:
     return _step_rows(*run_with_rule_checks(llm, "generator", model, reqs, check, tries))
 
 
-def slot_values(s: dict, tpl: dict, feedback: list[str]) -> dict:
+def previous_text(prev: dict | None) -> str:
+    """The rejected draft as the workers read it (instruction, tools, criterion), or "(none)"."""
+    if not prev:
+        return "(none)"
+    tools = []
+    for t in prev.get("tool_specs") or []:
+        params = t.get("parameters") or {}
+        props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
+        args = ", ".join(f"{n}: {v.get('type', '?')}" for n, v in props.items()) if props else ""
+        tools.append(f"- {t.get('name')}({args}): {one_line(t.get('description', ''))}"
+                     + (f"\n  environment: {one_line(t['behaviour'])}" if t.get("behaviour") else ""))
+    return "\n".join([f"Scenario: {one_line(prev.get('scenario') or '')}", "Instruction:", prev["instruction"],
+                      "Tools:", *(tools or ["(none)"]), f"Criterion: {one_line(prev.get('criterion') or '(none)')}"])
+
+
+def slot_values(s: dict, tpl: dict, feedback: dict | None, template: str) -> dict:
     """What every step's prompt may show of a slot (each prompt takes the variables it declares)."""
-    r, guide = RISKS[s["risk"]], tpl["risks"][s["risk"]]
+    r = RISKS[s["risk"]]
     return {"domain": s["domain"], "domain_description": tpl["domains"][s["domain"]], "risk_code": r.code,
             "risk_title": r.title, "risk_kind": r.kind, "risk_definition": r.definition,
-            "feedback": feedback_text(feedback), **{f"guide_{k}": one_line(v) for k, v in guide.items()}}
+            "concrete": s["concrete"] or NO_SCENARIO, "template": template,
+            "feedback": feedback_text((feedback or {}).get("lines", [])),
+            "previous": previous_text((feedback or {}).get("previous"))}
 
 
-def ask(p, s: dict, values: dict, schema: dict, schema_name: str, guidance: str, **more):
+def ask(p, s: dict, values: dict, schema: dict, schema_name: str, **more):
     """One step's request for slot `s`: the slot's values the prompt declares, plus `more`."""
     chosen = {k: v for k, v in values.items() if k in p.variables}
-    return request(p, s["case_id"], schema, schema_name, **chosen, guidance=values[f"guide_{guidance}"], **more)
+    return request(p, s["case_id"], schema, schema_name, **chosen, **more)
 
 
 def draft_row(s: dict, feedback: list[str], steps: list[tuple[str, tuple | None]]) -> dict:
@@ -239,30 +316,31 @@ def run_generate(ctx: StageContext) -> None:
     plan = slots(cfg)
     feedback = read_feedback(cfg["feedback"], {s["case_id"] for s in plan}) if cfg["feedback"] else {}
     tpl, tpl_ref = templates()
+    texts, texts_ref = risk_templates(ctx.config.raw, cfg, tpl)
     p_design, p_tools, p_crit = (ctx.use_prompt(get_prompt(n)) for n in
                                  ("generate_designer", "generate_tools", "generate_criterion"))
     model, tries, low, high = cfg["generator"], cfg["rule_tries"], cfg["min_tools"], cfg["max_tools"]
-    values = [slot_values(s, tpl, feedback.get(s["case_id"], [])) for s in plan]
+    values = [slot_values(s, tpl, feedback.get(s["case_id"]), fill(texts[s["risk"]], s, tpl)) for s in plan]
     with ctx.llm([model]) as llm:
         # designer -> tool developer -> criteria formulator; a slot goes on only while its steps end ok
-        design = _run_step(llm, model, [ask(p_design, s, v, DESIGN_SCHEMA, "case_instruction", "instruction")
+        design = _run_step(llm, model, [ask(p_design, s, v, DESIGN_SCHEMA, "case_instruction")
                                         for s, v in zip(plan, values)], lambda j, a: design_problem(a), tries)
         said = {j: d[0].parsed for j, d in enumerate(design) if d[3] == "ok"}
         ok1 = list(said)
         tools = dict(zip(ok1, _run_step(llm, model, [
-            ask(p_tools, plan[j], values[j], tools_schema(low, high), "case_tools", "tools", max_tools=str(high),
+            ask(p_tools, plan[j], values[j], tools_schema(low, high), "case_tools", min_tools=str(low), max_tools=str(high),
                 scenario=one_line(said[j]["scenario"]), instruction=said[j]["instruction"]) for j in ok1],
             lambda i, a: tools_problem(a["tools"], said[ok1[i]]["instruction"], low, high), tries)))
         made = {j: tools[j][0].parsed["tools"] for j in ok1 if tools[j][3] == "ok"}
         ok2 = list(made)
         crit = dict(zip(ok2, _run_step(llm, model, [
-            ask(p_crit, plan[j], values[j], CRITERION_SCHEMA, "case_criterion", "criterion",
+            ask(p_crit, plan[j], values[j], CRITERION_SCHEMA, "case_criterion",
                 scenario=one_line(said[j]["scenario"]), instruction=said[j]["instruction"], tools=tools_text(made[j]))
             for j in ok2],
             lambda i, a: criterion_problem(a["criterion"], [t["name"] for t in made[ok2[i]]]), tries)))
     rows, excluded, tally = [], [], Counter()
     for j, s in enumerate(plan):
-        row = draft_row(s, feedback.get(s["case_id"], []),
+        row = draft_row(s, (feedback.get(s["case_id"]) or {}).get("lines", []),
                         [("designer", design[j]), ("tools", tools.get(j)), ("criterion", crit.get(j))])
         if row["status"] == "ok":
             body, why = assemble(s, said[j], made[j], crit[j][0].parsed["criterion"])
@@ -275,6 +353,7 @@ def run_generate(ctx: StageContext) -> None:
             excluded.append({k: row[k] for k in ("case_id", "domain", "risk", "number", "status", "step", "reason")})
         rows.append(row)
     ctx.write("drafts", rows, outcomes=dict(sorted(tally.items())), templates=tpl_ref,
+              risk_templates=texts_ref,
               feedback=str(cfg["feedback"]) if cfg["feedback"] else None, slots=len(plan))
     ctx.write("exclusions", excluded)
 

@@ -28,9 +28,10 @@ def _text(row: dict, field: str) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-def read_feedback(path: str | Path, planned: set[str]) -> dict[str, list[str]]:
-    """case_id -> its feedback lines in file order (rows {case_id, feedback}; ids must be planned slots)."""
-    out: dict[str, list[str]] = {}
+def read_feedback(path: str | Path, planned: set[str]) -> dict[str, dict]:
+    """case_id -> {"lines": its feedback in file order, "previous": the rejected draft of its last row that carries
+    one, else None} (rows {case_id, feedback[, previous]}; ids must be planned slots)."""
+    out: dict[str, dict] = {}
     for where, row in read_table(path, ["case_id", "feedback"], "feedback"):
         cid, text = _text(row, "case_id"), _text(row, "feedback")
         if not cid or not text:
@@ -38,7 +39,12 @@ def read_feedback(path: str | Path, planned: set[str]) -> dict[str, list[str]]:
         if cid not in planned:
             raise ReviewError(f"{where}: case_id {cid!r} is not a slot of this generation "
                               f"(planned: {', '.join(sorted(planned))})")
-        out.setdefault(cid, []).append(text)
+        prev = row.get("previous")
+        if prev is not None and not (isinstance(prev, dict) and isinstance(prev.get("instruction"), str)):
+            raise ReviewError(f"{where}: previous must be the rejected draft (an object with its instruction)")
+        got = out.setdefault(cid, {"lines": [], "previous": None})
+        got["lines"].append(text)
+        got["previous"] = prev or got["previous"]
     return out
 
 
@@ -87,21 +93,34 @@ def write_cases(folder: Path, drafts: list[dict]) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+REVIEW_FILE = "lpsbench_review.csv"  # the file the stop message suggests
+
+
+def missing_review(drafts: list[dict], where) -> str:
+    """The one line that stops the review stage when no review file is configured: which file to write, how."""
+    ok = [d for d in drafts if d["status"] == "ok"]
+    example = f"{ok[0]['case_id']},accept,,{ok[0]['digest']}" if ok else "<case_id>,reject,<what to change>,"
+    return (f"lpsbench-review-cases: {len(ok)} generated draft(s) in {where} wait for a person's review, and no case "
+            f"reaches the episodes without one: write {REVIEW_FILE} (CSV header case_id,verdict,feedback,digest; one "
+            f"row per draft: verdict accept or reject, feedback required for a reject, digest from the draft, e.g. "
+            f"{example}; or JSONL objects with those keys) and set lpsbench.generate.review: {REVIEW_FILE}")
+
+
 def run_review(ctx: StageContext) -> None:
     from .generate import settings
 
     cfg = settings(ctx.config.raw, generating=False)
     drafts = ctx.read("drafts")
     by_id = {d["case_id"]: d for d in drafts}
-    review = read_review(cfg["review"], by_id) if cfg["review"] else None
+    if not cfg["review"]:
+        raise ReviewError(missing_review(drafts, ctx.inputs["drafts"]))
+    review = read_review(cfg["review"], by_id)
     kept, reviews, feedback, tally = [], [], [], Counter()
     for d in drafts:
-        r = (review or {}).get(d["case_id"])
+        r = review.get(d["case_id"])
         if d["status"] != "ok":
             keep, decided = False, "automatic_check" if d["status"] == "rejected" else "generation"
             reason = f"{d['status']} at {d['step']}: {d['reason'] or 'no detail'}"
-        elif review is None:
-            keep, decided, reason = True, "no_review", None
         elif r is None:
             keep, decided, reason = False, "not_reviewed", f"no row in {cfg['review']}"
         else:
@@ -114,11 +133,12 @@ def run_review(ctx: StageContext) -> None:
         tally[f"{'accept' if keep else 'reject'}:{decided}"] += 1
         if keep:
             kept.append(d)
-        if r and r["verdict"] == "reject":
-            feedback.append({**ident, "feedback": r["feedback"]})
+        if r and r["verdict"] == "reject":  # the rejected draft goes with its feedback (upstream: previous_case)
+            previous = {k: d[k] for k in ("scenario", "instruction", "tool_specs", "criterion")}
+            feedback.append({**ident, "feedback": r["feedback"], "previous": previous})
     folder = Path(ctx.outputs["cases"])
     write_cases(folder, kept)
-    review_file = str(cfg["review"]) if cfg["review"] else None
+    review_file = str(cfg["review"])
     write_provenance(folder, provenance(ctx.stage, ctx.config, ctx.prompts_used, ctx.models_used,
                                         inputs=[str(p) for p in ctx.inputs.values()],
                                         extra={"cases": len(kept), "review": review_file}))

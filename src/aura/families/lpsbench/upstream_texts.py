@@ -231,3 +231,21 @@ def agent_prompt(root: str, prompt_name: str, model_name: str) -> UpstreamPrompt
     texts = agent_texts(root)
     which = ROLE_OF[prompt_name]
     return UpstreamPrompt(name=which, system_text=texts.system(which, model_name), file=texts.file)
+
+
+# ---- case generation: the per-risk prompt templates (paper Figs. 7-15) ----------------------------------------
+TEMPLATE_DIR = "prompt"
+DOMAIN_SLOT = "<BROAD DOMAIN> <CONCRETE SCENARIO>"  # where upstream's templates take the domain and scenario
+
+
+def generation_template(root: str, risk: str) -> tuple[str, str]:
+    """(text, file) of upstream's template ``prompt/<RISK>.md``, with its domain line's placeholder kept for the
+    caller to fill; a missing file, or one without the placeholder, is an UpstreamTextError."""
+    path = Path(root) / TEMPLATE_DIR / f"{risk}.md"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UpstreamTextError(f"{path}: cannot read upstream's generation template ({type(exc).__name__})") from None
+    if text.count(DOMAIN_SLOT) != 1:
+        raise UpstreamTextError(f"{path}: no single '{DOMAIN_SLOT}' (upstream's template is not as f30cc91 has it)")
+    return text, str(path)

@@ -75,7 +75,8 @@ GOOD_RULES = step_rules("FA", FA_DESIGN, FA_TOOLS, FA_CRITERION) + step_rules("E
 def write_config(tmp, server, **generate):
     raw = base_config(server.base_url, tmp / "cache")
     raw["lpsbench"] = {"generate": {"enabled": True, "generator": "m", "per_risk": 1, "risks": ["FA", "EB"],
-                                    "domains": ["code"], "rule_tries": 2, "min_tools": 1, "max_tools": 4, **generate}}
+                                    "domains": ["code"], "rule_tries": 2, "min_tools": 1, "max_tools": 4, "toolkit": "specs",
+                                    **generate}}
     cfg = tmp / "config.yaml"
     cfg.write_text(yaml.safe_dump(raw))
     return cfg

@@ -45,10 +45,16 @@ def test_a_designer_answer_that_is_only_a_heading_fails(instruction):
     assert design_problem({"scenario": "A clean-up.", "instruction": "Note: delete the old branch today."}) is None
 
 
-def test_generated_cases_on_the_upstream_back_end_are_refused_up_front():
-    raw = {"models": {"m": {}}, "lpsbench": {"evaluated": ["m"], "evaluator": "m", "tools": {"backend": "upstream",
-                                                                                           "upstream_dir": "/x"},
-                                             "cases": {"generated": True},
-                                             "generate": {"enabled": True, "generator": "m"}}}
+def test_generated_specs_on_the_upstream_back_end_are_refused_up_front():
+    raw = {"models": {"m": {}}, "paths": {"interim": "i", "results": "r"},
+           "lpsbench": {"evaluated": ["m"], "evaluator": "m", "tools": {"backend": "upstream", "upstream_dir": "/x"},
+                        "cases": {"generated": True},
+                        "generate": {"enabled": True, "generator": "m", "toolkit": "specs"}}}
     problems = [p for p in check(raw) if p.startswith("lpsbench.tools.backend")]
-    assert len(problems) == 1 and "generated case has none" in problems[0]
+    assert len(problems) == 1 and "toolkit: specs has none" in problems[0]
+    # the paper's form (toolkit: module, the default): the review's folder is the checkout that serves them
+    raw["lpsbench"]["generate"]["toolkit"] = "module"
+    assert not [p for p in check(raw) if p.startswith("lpsbench.tools")]
+    from aura.families.lpsbench.data import checkout
+
+    assert checkout(raw) == "i/lpsbench/generated"

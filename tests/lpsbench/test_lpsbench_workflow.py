@@ -206,7 +206,7 @@ def test_generated_cases_run_as_episodes(fake, tmp_path):
     review.write_text("case_id,verdict,feedback\ncode-FA_9001,accept,\ncode-EB_9001,accept,\n")
     raw["lpsbench"].update(variants=["raw"], cases={"generated": True},
                            generate={"enabled": True, "generator": "m", "risks": ["FA", "EB"], "domains": ["code"],
-                                     "min_tools": 1, "review": str(review)})
+                                     "min_tools": 1, "toolkit": "specs", "review": str(review)})
     write_config(tmp_path, raw)
     episodes = layout(validate_config(raw).raw)["lpsbench_episodes"].format(model="m", variant="raw")
     snakemake(tmp_path, episodes)

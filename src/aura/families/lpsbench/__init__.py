@@ -60,10 +60,12 @@ STAGES: dict[str, Stage] = {
         "case generation (paper §3.2): designer -> tool developer -> criteria formulator per (domain, risk) slot, "
         "checked in code", f"{P}.generate:run_generate",
         outputs={"drafts": "lpsbench_generate_drafts", "exclusions": "lpsbench_generate_exclusions"},
-        prompts=("generate_templates", "generate_designer", "generate_tools", "generate_criterion"),
-        # one call per slot and worker (generate.slots plans the slots; a re-ask after a failed check is extra)
+        prompts=("generate_templates", "generate_designer", "generate_module", "generate_tools", "generate_criterion"),
+        # one call per slot and worker (generate.slots plans the slots; a re-ask after a failed check is extra);
+        # the tool developer writes a module (toolkit: module; upstream's average 1,700 tokens, + JSON escaping and the
+        # tool list) or specs (toolkit: specs)
         calls={step: Call("generator", "lpsbench.generate.generator", (f"generate_{step}",), out_tokens=out)
-               for step, out in (("designer", 700), ("tools", 3000), ("criterion", 300))}),
+               for step, out in (("designer", 700), ("module", 2500), ("tools", 3000), ("criterion", 300))}),
     "lpsbench-review-cases": Stage(
         "a person's review file drops rejected generated cases; their feedback goes to the next iteration",
         f"{P}.generate_review:run_review", inputs={"drafts": "lpsbench_generate_drafts"},
@@ -128,9 +130,10 @@ def check(raw: dict) -> list[str]:
         problems.append("lpsbench.texts: upstream needs an LPS-Bench checkout (tools.upstream_dir or cases.download)")
     if (lp.get("cases") or {}).get("generated") and not generate_on(raw):
         problems.append("lpsbench.cases.generated: the generated cases need lpsbench.generate.enabled: true")
-    if (lp.get("cases") or {}).get("generated") and evaluated(raw) and (lp.get("tools") or {}).get("backend") == "upstream":
-        problems.append("lpsbench.tools.backend: upstream serves each case's upstream tool module, and a generated "
-                        "case has none (its tools are behaviour notes): set tools.backend: emulated for cases.generated")
+    if ((lp.get("cases") or {}).get("generated") and evaluated(raw) and (lp.get("tools") or {}).get("backend") ==
+            "upstream" and (lp.get("generate") or {}).get("toolkit") == "specs"):
+        problems.append("lpsbench.tools.backend: upstream serves each case's mock-tool module, and a case generated with "
+                        "generate.toolkit: specs has none: use toolkit: module, or tools.backend: emulated")
     if generate_on(raw):
         generator = lp["generate"].get("generator")
         if not generator:
@@ -199,6 +202,7 @@ PROMPTS: dict[str, tuple[str, int]] = {
     "generate_templates": ("", 1),
     "generate_designer": ("", 2),  # with the risk's template (upstream's or ours) and the rejected draft
     "generate_tools": ("", 2),  # with the risk's template (upstream's or ours) and the rejected draft
+    "generate_module": ("", 1),  # the toolkit as a LangChain @tool module (generate.toolkit: module, the paper's)
     "generate_criterion": ("", 2),  # with the risk's template (upstream's or ours) and the rejected draft
 }
 

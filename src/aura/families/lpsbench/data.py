@@ -65,8 +65,14 @@ def cases_folder(raw: dict[str, Any]) -> str:
 
 
 def checkout(raw: dict[str, Any]) -> str | None:
-    """The upstream checkout whose ``tools/`` serve the cases: ``lpsbench.tools.upstream_dir``, else the
-    download's ``dest`` (the whole repository) when a download is enabled, else None."""
+    """The upstream checkout whose ``tools/`` serve the cases: the generated cases' folder for generated cases with
+    mock-tool modules (``generate.toolkit: module``; the review writes them to its ``tools/``), else
+    ``lpsbench.tools.upstream_dir``, else the download's ``dest`` (the whole repository) when a download is
+    enabled, else None."""
+    if from_generated(raw) and ((section(raw).get("generate") or {}).get("toolkit") or "module") == "module":
+        from .paths import layout  # generated cases with their modules: the review's folder is the checkout
+
+        return layout(raw)["lpsbench_generated_cases"]
     given = (section(raw).get("tools") or {}).get("upstream_dir")
     if given:
         return given

@@ -162,7 +162,7 @@ def generate_lines(config) -> list:
     model = g["generator"]
     per_slot = template_tokens(config.raw, g, plan)
     lines, earlier = [], 0
-    for step in ("designer", "tools", "criterion"):
+    for step in ("designer", "module" if g["toolkit"] == "module" else "tools", "criterion"):
         out = _completion(config, "lpsbench-generate", step, model)
         tokens_in = sum(_prompt_tokens(f"generate_{step}") + per_slot[s["case_id"]] + earlier for s in plan)
         lines.append(_line(config, "lpsbench-generate", step, model, len(plan), tokens_in, out, "projected",

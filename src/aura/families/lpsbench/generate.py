@@ -16,15 +16,17 @@ lpsbench-generate      The orchestrator (code) plans the slots (``slots``): for 
                        ``prompts/lpsbench/generate_templates``); its '<BROAD DOMAIN> <CONCRETE SCENARIO>'
                        is filled with the slot's domain and scenario. Per slot, three structured steps,
                        each shown the whole template: designer -> {scenario, instruction}; tool developer
-                       (sees scenario and instruction) -> ``min_tools``..``max_tools`` tool specs as data
-                       (name, description, typed parameter list, behaviour note for the emulator; never
-                       code); criteria formulator (sees all of it) -> {criterion}. An answer that breaks a
+                       (sees scenario and instruction) -> ``min_tools``..``max_tools`` tools, as a LangChain
+                       ``@tool`` module (``toolkit: module``, the default; checked in the isolated tool
+                       server, generate_module.py) or as specs with behaviour notes for the emulator
+                       (``toolkit: specs``); criteria formulator (sees all of it, the module's source
+                       too) -> {criterion}. An answer that breaks a
                        check below is asked again with the reason (``rule_tries`` in all), then rejected
                        with it. Code assembles the case JSON (``cases.CaseFile``: the parameter list
                        becomes a JSON schema of type object; ``evaluator.file/func`` are upstream's per-risk
-                       names, ``MCP.file`` upstream's ``<domain>_<RISK>_<n>.py``, a module that does not
-                       exist for a generated case: the emulator plays its tools). Writes one draft row per
-                       slot and the exclusions with their reasons.
+                       names, ``MCP.file`` upstream's ``<domain>_<RISK>_<n>.py``: the draft's module, which
+                       the review writes to ``<cases>/tools/``; with specs no module exists and the emulator
+                       plays the tools). Writes one draft row per slot and the exclusions with their reasons.
 lpsbench-review-cases  Applies the person's review file (``review``; generate_review.py): accepted drafts are
                        written as ``<cases>/<domain>/<RISK>_<n>.json`` (``cases.load_cases`` reads the
                        folder back); rejected ones are dropped and their feedback, with the rejected draft,
@@ -90,7 +92,7 @@ from .generate_review import ReviewError, read_feedback, read_review, run_review
 GENERATED_BASE = 9000
 DEFAULTS = {"enabled": False, "generator": None, "per_risk": 1, "risks": list(RISKS), "domains": list(DOMAINS),
             "scenarios": None, "seed": 0, "feedback": None, "review": None, "rule_tries": 2, "min_tools": 15,
-            "max_tools": 25}
+            "max_tools": 25, "toolkit": "module"}
 NO_SCENARIO = "a concrete scenario of your choice in this domain"  # ours: a domain the config gives no scenarios
 UPSTREAM_TEMPLATE_TOKENS = 1140  # upstream's nine prompt/<RISK>.md at f30cc91: 4,555 characters on average, / 4
 # Our own template of a risk (lpsbench.texts: own): the data prompt's three guides, marked as ours.
@@ -120,6 +122,9 @@ def settings(raw: dict, generating: bool = True) -> dict:
     for key in ("per_risk", "rule_tries", "min_tools", "max_tools"):
         if not isinstance(cfg[key], int) or isinstance(cfg[key], bool) or cfg[key] < 1:
             raise UserError(f"{where}.{key}: must be an integer >= 1, got {cfg[key]!r}")
+    if cfg["toolkit"] not in ("module", "specs"):
+        raise UserError(f"{where}.toolkit: module (the paper's mock-tool code) or specs (notes the emulator plays); "
+                        f"got {cfg['toolkit']!r}")
     if cfg["min_tools"] > cfg["max_tools"]:
         raise UserError(f"{where}.min_tools: {cfg['min_tools']} is more than max_tools ({cfg['max_tools']})")
     for key, known in (("risks", list(RISKS)), ("domains", list(DOMAINS))):
@@ -162,11 +167,13 @@ def slots(cfg: dict) -> list[dict]:
 
 def template_root(raw: dict) -> str | None:
     """The checkout whose ``prompt/<RISK>.md`` templates generation reads (``lpsbench.texts: upstream``), else None."""
-    from .data import LpsDataError, checkout
+    from .data import LpsDataError, download_spec
 
-    if (family_section(raw, "lpsbench").get("texts") or "own") != "upstream":
+    lp = family_section(raw, "lpsbench")
+    if (lp.get("texts") or "own") != "upstream":
         return None
-    root = checkout(raw)
+    spec = download_spec(raw)
+    root = (lp.get("tools") or {}).get("upstream_dir") or (spec["dest"] if spec else None)
     if root is None:
         raise LpsDataError("lpsbench.texts: upstream reads generation's templates (prompt/<RISK>.md) from an LPS-Bench "
                            "checkout: set lpsbench.tools.upstream_dir (or use cases.download without cases.generated)")
@@ -227,14 +234,44 @@ def tool_specs(tools: list[dict]) -> list[dict]:
              "parameters": parameters_schema(t["parameters"]), "behaviour": one_line(t["behaviour"])} for t in tools]
 
 
-def assemble(slot: dict, design: dict, tools: list[dict], criterion: str) -> tuple[dict | None, str | None]:
-    """(the case file's JSON, None), or (None, why) when it fails the case model or the loader."""
+def module_file(s: dict) -> str:
+    """A slot's MCP.file: upstream's ``<domain>_<RISK>_<n>.py``."""
+    return f"{s['domain']}_{s['risk']}_{s['number']}.py"
+
+
+def spec_lines(specs: list[dict]) -> list[str]:
+    """Tool specs (JSON-schema parameters) as the workers read them: signature, description, behaviour note."""
+    out = []
+    for t in specs:
+        params = t.get("parameters") or {}
+        props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
+        args = ", ".join(f"{n}: {v.get('type', 'any')}" for n, v in props.items())
+        out.append(f"- {t.get('name')}({args}): {one_line(t.get('description', ''))}"
+                   + (f"\n  environment: {one_line(t['behaviour'])}" if t.get("behaviour") else ""))
+    return out
+
+
+def toolkit(mode: str, s: dict, answer: dict) -> dict:
+    """A checked tool answer as the case takes it: names, specs (the module's read from its source), the module
+    source (None for specs) and the text the criteria formulator reads (upstream passes it the code)."""
+    if mode == "specs":
+        return {"names": [t["name"] for t in answer["tools"]], "specs": tool_specs(answer["tools"]), "module": None,
+                "text": tools_text(answer["tools"])}
+    from .generate_module import module_specs
+
+    specs = module_specs(answer["module"], module_file(s), answer["tools"])
+    return {"names": answer["tools"], "specs": specs, "module": answer["module"],
+            "text": "\n".join(spec_lines(specs)) + f"\nThe module ({module_file(s)}):\n{answer['module']}"}
+
+
+def assemble(slot: dict, design: dict, kit: dict, criterion: str) -> tuple[dict | None, str | None]:
+    """(the case file's JSON, None), or (None, why) when it fails the case model or the loader. A module's case
+    carries no tool_specs (as upstream's: its tools are read from the module)."""
     file, func = EVALUATOR[slot["risk"]]
     data = {"instruction": design["instruction"].strip(),
             "evaluator": {"file": file, "func": [func], "criterion": one_line(criterion)},
-            "MCP": {"file": f"{slot['domain']}_{slot['risk']}_{slot['number']}.py",
-                    "tools": [t["name"] for t in tools]},
-            "tool_specs": tool_specs(tools)}
+            "MCP": {"file": module_file(slot), "tools": kit["names"]},
+            **({} if kit["module"] else {"tool_specs": kit["specs"]})}
     try:
         body = CaseFile.model_validate(data).dump()
         parse_case(json.dumps(body), slot["domain"], f"{slot['risk']}_{slot['number']}.json", slot["case_id"])
@@ -261,15 +298,10 @@ def previous_text(prev: dict | None) -> str:
     """The rejected draft as the workers read it (instruction, tools, criterion), or "(none)"."""
     if not prev:
         return "(none)"
-    tools = []
-    for t in prev.get("tool_specs") or []:
-        params = t.get("parameters") or {}
-        props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
-        args = ", ".join(f"{n}: {v.get('type', '?')}" for n, v in props.items()) if props else ""
-        tools.append(f"- {t.get('name')}({args}): {one_line(t.get('description', ''))}"
-                     + (f"\n  environment: {one_line(t['behaviour'])}" if t.get("behaviour") else ""))
+    tools = spec_lines([t for t in prev.get("tool_specs") or [] if isinstance(t, dict)])
     return "\n".join([f"Scenario: {one_line(prev.get('scenario') or '')}", "Instruction:", prev["instruction"],
-                      "Tools:", *(tools or ["(none)"]), f"Criterion: {one_line(prev.get('criterion') or '(none)')}"])
+                      "Tools:", *(tools or ["(none)"]), f"Criterion: {one_line(prev.get('criterion') or '(none)')}",
+                      *([f"The module:\n{prev['module']}"] if prev.get("module") else [])])
 
 
 def slot_values(s: dict, tpl: dict, feedback: dict | None, template: str) -> dict:
@@ -288,11 +320,12 @@ def ask(p, s: dict, values: dict, schema: dict, schema_name: str, **more):
     return request(p, s["case_id"], schema, schema_name, **chosen, **more)
 
 
-def draft_row(s: dict, feedback: list[str], steps: list[tuple[str, tuple | None]]) -> dict:
-    """A slot's draft: what each step answered, up to the first step that did not end ok."""
+def draft_row(s: dict, feedback: list[str], steps: list[tuple[str, tuple | None]], kit: dict | None) -> dict:
+    """A slot's draft: what each step answered, up to the first step that did not end ok (`kit`: the checked
+    tool answer, toolkit())."""
     row = {**s, "status": "ok", "step": None, "reason": None, "attempts": {}, "feedback": feedback,
-           "scenario": None, "instruction": None, "tool_specs": None, "criterion": None, "case": None,
-           "digest": None, "raw": None}
+           "scenario": None, "instruction": None, "tool_specs": None, "module": None, "criterion": None,
+           "case": None, "digest": None, "raw": None}
     for step, got in steps:
         if got is None:  # an earlier step failed
             break
@@ -301,8 +334,10 @@ def draft_row(s: dict, feedback: list[str], steps: list[tuple[str, tuple | None]
         if res.status == "ok":
             if step == "designer":
                 row.update(scenario=res.parsed["scenario"], instruction=res.parsed["instruction"])
+            elif step == "tools" and kit:
+                row.update(tool_specs=kit["specs"], module=kit["module"])
             elif step == "tools":  # rejected tool answers are kept as answered, for a person to read
-                row["tool_specs"] = tool_specs(res.parsed["tools"]) if why is None else res.parsed["tools"]
+                row.update(tool_specs=res.parsed["tools"], module=res.parsed.get("module"))
             else:
                 row["criterion"] = res.parsed["criterion"]
         if status != "ok":
@@ -311,14 +346,30 @@ def draft_row(s: dict, feedback: list[str], steps: list[tuple[str, tuple | None]
     return row
 
 
+def tool_step(cfg: dict, raw: dict, plan: list[dict], said: dict, ok1: list[int]):
+    """(prompt name, answer schema, check(i, answer)) of the tool developer for the configured toolkit."""
+    low, high = cfg["min_tools"], cfg["max_tools"]
+    if cfg["toolkit"] == "specs":
+        return "generate_tools", tools_schema(low, high), \
+            lambda i, a: tools_problem(a["tools"], said[ok1[i]]["instruction"], low, high)
+    from .generate_module import module_schema, probe, static_problem
+
+    tools_cfg = family_section(raw, "lpsbench").get("tools") or {}
+
+    def check(i: int, a: dict) -> str | None:
+        s = plan[ok1[i]]
+        return (static_problem(a, said[ok1[i]]["instruction"], low, high)
+                or probe(a["module"], module_file(s), a["tools"], tools_cfg))
+    return "generate_module", module_schema(low, high), check
+
+
 def run_generate(ctx: StageContext) -> None:
     cfg = settings(ctx.config.raw)
     plan = slots(cfg)
     feedback = read_feedback(cfg["feedback"], {s["case_id"] for s in plan}) if cfg["feedback"] else {}
     tpl, tpl_ref = templates()
     texts, texts_ref = risk_templates(ctx.config.raw, cfg, tpl)
-    p_design, p_tools, p_crit = (ctx.use_prompt(get_prompt(n)) for n in
-                                 ("generate_designer", "generate_tools", "generate_criterion"))
+    p_design, p_crit = (ctx.use_prompt(get_prompt(n)) for n in ("generate_designer", "generate_criterion"))
     model, tries, low, high = cfg["generator"], cfg["rule_tries"], cfg["min_tools"], cfg["max_tools"]
     values = [slot_values(s, tpl, feedback.get(s["case_id"]), fill(texts[s["risk"]], s, tpl)) for s in plan]
     with ctx.llm([model]) as llm:
@@ -327,34 +378,34 @@ def run_generate(ctx: StageContext) -> None:
                                         for s, v in zip(plan, values)], lambda j, a: design_problem(a), tries)
         said = {j: d[0].parsed for j, d in enumerate(design) if d[3] == "ok"}
         ok1 = list(said)
+        name, schema, check = tool_step(cfg, ctx.config.raw, plan, said, ok1)
+        p_tools = ctx.use_prompt(get_prompt(name))
         tools = dict(zip(ok1, _run_step(llm, model, [
-            ask(p_tools, plan[j], values[j], tools_schema(low, high), "case_tools", min_tools=str(low), max_tools=str(high),
+            ask(p_tools, plan[j], values[j], schema, "case_tools", min_tools=str(low), max_tools=str(high),
                 scenario=one_line(said[j]["scenario"]), instruction=said[j]["instruction"]) for j in ok1],
-            lambda i, a: tools_problem(a["tools"], said[ok1[i]]["instruction"], low, high), tries)))
-        made = {j: tools[j][0].parsed["tools"] for j in ok1 if tools[j][3] == "ok"}
-        ok2 = list(made)
+            check, tries)))
+        kits = {j: toolkit(cfg["toolkit"], plan[j], tools[j][0].parsed) for j in ok1 if tools[j][3] == "ok"}
+        ok2 = list(kits)
         crit = dict(zip(ok2, _run_step(llm, model, [
             ask(p_crit, plan[j], values[j], CRITERION_SCHEMA, "case_criterion",
-                scenario=one_line(said[j]["scenario"]), instruction=said[j]["instruction"], tools=tools_text(made[j]))
+                scenario=one_line(said[j]["scenario"]), instruction=said[j]["instruction"], tools=kits[j]["text"])
             for j in ok2],
-            lambda i, a: criterion_problem(a["criterion"], [t["name"] for t in made[ok2[i]]]), tries)))
+            lambda i, a: criterion_problem(a["criterion"], kits[ok2[i]]["names"]), tries)))
     rows, excluded, tally = [], [], Counter()
     for j, s in enumerate(plan):
         row = draft_row(s, (feedback.get(s["case_id"]) or {}).get("lines", []),
-                        [("designer", design[j]), ("tools", tools.get(j)), ("criterion", crit.get(j))])
+                        [("designer", design[j]), ("tools", tools.get(j)), ("criterion", crit.get(j))], kits.get(j))
         if row["status"] == "ok":
-            body, why = assemble(s, said[j], made[j], crit[j][0].parsed["criterion"])
+            body, why = assemble(s, said[j], kits[j], crit[j][0].parsed["criterion"])
             if why:
                 row.update(status="rejected", step="case_file", reason=why)
             else:
-                row.update(case=body, digest=sha256_text(canonical_json(body))[:12])
+                row.update(case=body, digest=sha256_text(canonical_json(
+                    body if row["module"] is None else {"case": body, "module": row["module"]}))[:12])
         tally[row["status"] if row["status"] != "rejected" else f"rejected:{row['reason'].split(':')[0]}"] += 1
         if row["status"] != "ok":
             excluded.append({k: row[k] for k in ("case_id", "domain", "risk", "number", "status", "step", "reason")})
         rows.append(row)
-    ctx.write("drafts", rows, outcomes=dict(sorted(tally.items())), templates=tpl_ref,
-              risk_templates=texts_ref,
-              feedback=str(cfg["feedback"]) if cfg["feedback"] else None, slots=len(plan))
+    ctx.write("drafts", rows, outcomes=dict(sorted(tally.items())), templates=tpl_ref, risk_templates=texts_ref,
+              toolkit=cfg["toolkit"], feedback=str(cfg["feedback"]) if cfg["feedback"] else None, slots=len(plan))
     ctx.write("exclusions", excluded)
-
-

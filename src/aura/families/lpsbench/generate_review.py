@@ -77,7 +77,8 @@ def read_review(path: str | Path, drafts: dict[str, dict]) -> dict[str, dict]:
 
 # stage: lpsbench-review-cases ------------------------------------------------------------------------
 def write_cases(folder: Path, drafts: list[dict]) -> None:
-    """Write the cases as <folder>/<domain>/<RISK>_<n>.json: built in a sibling folder, then renamed over
+    """Write the cases as <folder>/<domain>/<RISK>_<n>.json (a case's mock-tool module as <folder>/tools/<MCP.file>,
+    the folder then serves as the upstream back-end's checkout): built in a sibling folder, then renamed over
     the old one, so a stopped job never leaves half a folder."""
     tmp, old = folder.with_name(f".{folder.name}.tmp"), folder.with_name(f".{folder.name}.old")
     for leftover in (tmp, old):
@@ -87,6 +88,9 @@ def write_cases(folder: Path, drafts: list[dict]) -> None:
         path = tmp / d["domain"] / f"{d['risk']}_{d['number']}.json"
         path.parent.mkdir(exist_ok=True)
         path.write_text(json.dumps(d["case"], indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        if d.get("module"):  # as upstream's checkout keeps them: tools/<MCP.file>, served by the upstream back-end
+            (tmp / "tools").mkdir(exist_ok=True)
+            (tmp / "tools" / d["case"]["MCP"]["file"]).write_text(d["module"], encoding="utf-8")
     if folder.exists():
         folder.rename(old)
     tmp.rename(folder)
@@ -135,6 +139,7 @@ def run_review(ctx: StageContext) -> None:
             kept.append(d)
         if r and r["verdict"] == "reject":  # the rejected draft goes with its feedback (upstream: previous_case)
             previous = {k: d[k] for k in ("scenario", "instruction", "tool_specs", "criterion")}
+            previous.update({"module": d["module"]} if d.get("module") else {})
             feedback.append({**ident, "feedback": r["feedback"], "previous": previous})
     folder = Path(ctx.outputs["cases"])
     write_cases(folder, kept)

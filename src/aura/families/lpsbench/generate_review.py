@@ -111,7 +111,7 @@ def missing_review(drafts: list[dict], where) -> str:
 
 
 def run_review(ctx: StageContext) -> None:
-    from .generate import settings
+    from .generate_settings import settings
 
     cfg = settings(ctx.config.raw, generating=False)
     drafts = ctx.read("drafts")

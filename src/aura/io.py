@@ -144,3 +144,26 @@ def read_person_table(path: str | os.PathLike, columns: list[str], what: str,
             raise error(f"{path}: missing column(s) {missing}; expected {', '.join(columns)}")
         return [(f"{path}: row {i + 2}", r.to_dict()) for i, r in df.iterrows()]
     raise error(f"{path}: {what} file must be .csv or .jsonl")
+
+
+def person_verdicts(path: str | os.PathLike, key: str, known, known_as: str, columns: list[str], what: str,
+                    error: type[Exception]) -> list[tuple[str, str, str, dict]]:
+    """(where, id, verdict, row) for every row of a person's review file (read_person_table, with `key`, verdict
+    and `columns`): its `key` names one of `known` (`known_as` says what they are) and no earlier row's, its
+    verdict is accept or reject (any case). Every problem raises `error` with one line naming the file and row."""
+    seen: dict[str, str] = {}
+    out = []
+    for where, row in read_person_table(path, [key, "verdict", *columns], what, error):
+        rid = row[key].strip() if isinstance(row.get(key), str) else ""
+        verdict = row["verdict"].strip().lower() if isinstance(row.get("verdict"), str) else ""
+        if not rid:
+            raise error(f"{where}: {key} is missing or empty")
+        if verdict not in ("accept", "reject"):
+            raise error(f"{where}: verdict {row.get('verdict')!r} is not accept or reject")
+        if rid not in known:
+            raise error(f"{where}: {key} {rid!r} is not {known_as} ({', '.join(sorted(known))})")
+        if rid in seen:
+            raise error(f"{where}: {key} {rid!r} is already listed at {seen[rid]}")
+        seen[rid] = where
+        out.append((where, rid, verdict, row))
+    return out

@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 from aura.config import UserError
-from aura.io import read_person_table
+from aura.io import person_verdicts, read_person_table
 from aura.pipeline.context import StageContext
 from aura.provenance import provenance, write_provenance
 
@@ -51,16 +51,9 @@ def read_feedback(path: str | Path, planned: set[str]) -> dict[str, dict]:
 def read_review(path: str | Path, drafts: dict[str, dict]) -> dict[str, dict]:
     """case_id -> {verdict, feedback, where}; every problem is a ReviewError naming the file and row."""
     out: dict[str, dict] = {}
-    for where, row in read_table(path, ["case_id", "verdict", "feedback"], "review"):
-        cid, verdict, feedback = _text(row, "case_id"), _text(row, "verdict").lower(), _text(row, "feedback")
-        if not cid:
-            raise ReviewError(f"{where}: case_id is missing or empty")
-        if verdict not in ("accept", "reject"):
-            raise ReviewError(f"{where}: verdict {row.get('verdict')!r} is not accept or reject")
-        if cid not in drafts:
-            raise ReviewError(f"{where}: case_id {cid!r} is not a generated draft ({', '.join(sorted(drafts))})")
-        if cid in out:
-            raise ReviewError(f"{where}: case_id {cid!r} is already listed at {out[cid]['where']}")
+    for where, cid, verdict, row in person_verdicts(path, "case_id", drafts, "a generated draft", ["feedback"],
+                                                    "review", ReviewError):
+        feedback = _text(row, "feedback")
         if verdict == "reject" and not feedback:
             raise ReviewError(f"{where}: a reject needs feedback (the next iteration's prompts get it)")
         draft = drafts[cid]

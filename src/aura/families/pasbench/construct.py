@@ -78,7 +78,7 @@ from collections import Counter
 from pathlib import Path
 
 from aura.config import UserError, family_section
-from aura.io import atomic_file, read_person_table
+from aura.io import atomic_file, person_verdicts
 from aura.llm import LLMRequest
 from aura.llm.images import ImageRequest
 from aura.llm.rule_checks import outcome, request, reviewer_accepts, run_with_rule_checks
@@ -410,19 +410,11 @@ def run_text(ctx: StageContext) -> None:
 # stage: pasbench-review-text ------------------------------------------------------------------------
 def read_overrides(path: str | Path, known: set[str]) -> dict[str, dict]:
     """item_id -> {verdict, note, where}; every problem is an OverrideError naming the file and row."""
-    entries = read_person_table(path, ["item_id", "verdict", "note"], "overrides", OverrideError)
     out: dict[str, dict] = {}
-    for where, e in entries:
-        for field in ("item_id", "verdict", "note"):
-            if not isinstance(e.get(field), str) or not e[field].strip():
-                raise OverrideError(f"{where}: {field} is missing or empty")
-        iid, verdict = e["item_id"].strip(), e["verdict"].strip().lower()
-        if verdict not in ("accept", "reject"):
-            raise OverrideError(f"{where}: verdict {e['verdict']!r} is not accept or reject")
-        if iid not in known:
-            raise OverrideError(f"{where}: item_id {iid!r} is not a constructed draft ({', '.join(sorted(known))})")
-        if iid in out:
-            raise OverrideError(f"{where}: item_id {iid!r} is already listed at {out[iid]['where']}")
+    for where, iid, verdict, e in person_verdicts(path, "item_id", known, "a constructed draft", ["note"],
+                                                  "overrides", OverrideError):
+        if not isinstance(e.get("note"), str) or not e["note"].strip():
+            raise OverrideError(f"{where}: note is missing or empty")
         out[iid] = {"verdict": verdict, "note": e["note"].strip(), "where": where}
     return out
 

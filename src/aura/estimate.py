@@ -172,12 +172,12 @@ def call_models(config: Config, stage: str, kind: str) -> list[str] | None:
     """The models a declared call goes to by its ``Call.model``: those its config setting names (a dotted path to one
     model or a list of them); None for a call on the job's own model (``--model`` / ``--judge``) or a setting left
     unset (the family's own fallback then decides, e.g. a prompt model that defaults to the generator)."""
+    from .families.derive import setting
+
     call, _ = declared_call(stage, kind)
     if call.model.startswith("--"):
         return None
-    value = config.raw
-    for part in call.model.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
+    value = setting(config.raw, call.model)
     if not value:
         return None
     return [value] if isinstance(value, str) else list(value)
